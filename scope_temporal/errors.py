@@ -25,6 +25,9 @@ DEFINITION_CHANGED = "interaction.definition.changed"
 CANCELED = "interaction.canceled"
 SETTLEMENT_MISMATCH = "interaction.settlement.mismatch"
 PAYLOAD_TOO_LARGE = "interaction.payload.too_large"
+DELEGATE_REJECTED = "interaction.delegate.rejected"
+DELEGATE_FAILED = "interaction.delegate.failed"
+TOOL_CHILD_REJECTED = "interaction.tool_child.rejected"
 # Tools
 TOOL_NOT_FOUND = "tool.not_found"
 TOOL_NOT_AUTHORIZED = "tool.not_authorized"
@@ -50,6 +53,9 @@ CODE_KINDS: dict[str, FailureKind] = {
     CANCELED: "canceled",
     SETTLEMENT_MISMATCH: "contract",
     PAYLOAD_TOO_LARGE: "host",
+    DELEGATE_REJECTED: "host",
+    DELEGATE_FAILED: "external",
+    TOOL_CHILD_REJECTED: "host",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
     TOOL_INPUT_INVALID: "contract",

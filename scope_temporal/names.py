@@ -26,12 +26,3 @@ STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("ScopeStatus")
 """Search attribute: running | waiting | paused | completed | failed | canceled."""
 SEARCH_ATTRIBUTES = (DEFINITION_ATTRIBUTE, STATUS_ATTRIBUTE)
 
-
-def tool_call_workflow_id(parent_id: str, model_call_seq: int, call_index: int) -> str:
-    """Id of a ToolCall child: stable across replay and continue-as-new."""
-    return f"{parent_id}/tool/{model_call_seq}/{call_index}"
-
-
-def delegate_workflow_id(parent_id: str, model_call_seq: int, call_index: int) -> str:
-    """Id of a Delegate child."""
-    return f"{parent_id}/delegate/{model_call_seq}/{call_index}"

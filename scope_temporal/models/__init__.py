@@ -1,0 +1,37 @@
+"""Models: the `Model` protocol, the OpenAI-compatible adapter and the scripted test double.
+
+`OpenAIChatModel` is loaded on first access, so importing this package (as workflow-side
+code does for `ModelRequest` and `ToolDefinition`) never imports `openai`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scope_temporal.models import reply
+from scope_temporal.models.errors import InvalidModelResponse, ScriptExhausted
+from scope_temporal.models.protocol import Model, ModelRequest, ToolDefinition
+from scope_temporal.models.scripted import ScriptedModel
+
+if TYPE_CHECKING:
+    from scope_temporal.models.openai import OpenAIChatModel
+
+__all__ = [
+    "InvalidModelResponse",
+    "Model",
+    "ModelRequest",
+    "OpenAIChatModel",
+    "ScriptExhausted",
+    "ScriptedModel",
+    "ToolDefinition",
+    "reply",
+]
+
+
+def __getattr__(name: str) -> object:
+    # Lazy so that the workflow sandbox, which imports this package, never loads openai.
+    if name == "OpenAIChatModel":
+        from scope_temporal.models.openai import OpenAIChatModel
+
+        return OpenAIChatModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,128 @@
+"""scope-temporal: run LLM agents durably on Temporal.
+
+Side effects never run twice and are never silently lost: every model and tool call is a
+non-retrying activity, and an ambiguous outcome becomes an unknown Effect the host settles.
+"""
+
+from scope_temporal.chat import (
+    FinishReason,
+    Message,
+    Options,
+    Response,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+from scope_temporal.client import InteractionHandle, ScopeClient
+from scope_temporal.definition import Delegate, Definition, ToolSet
+from scope_temporal.errors import (
+    DefinitionError,
+    InteractionCanceled,
+    InteractionFailed,
+    InvalidSignal,
+    InvalidToolInput,
+    NoSuchWait,
+    ProtocolError,
+    ScopeError,
+    SettlementMismatch,
+    SignalConflict,
+    UnknownDefinition,
+)
+from scope_temporal.interaction.snapshot import (
+    ActiveDelegate,
+    PendingToolInput,
+    ProcessSnapshot,
+    ResultEntry,
+    RoundResults,
+    TreeSnapshot,
+    UnknownEffect,
+)
+from scope_temporal.models import Model, ModelRequest, ScriptedModel, ToolDefinition, reply
+from scope_temporal.outputs import Artifact, CompletionCandidate, CompletionDecision, Output
+from scope_temporal.settle import settle_model_result, settle_tool_result
+from scope_temporal.tools import (
+    HostFailure,
+    Middleware,
+    Tool,
+    ToolFailure,
+    ToolInvocation,
+    ToolOutput,
+    ToolSpec,
+    advertise_tools,
+    chain,
+    current_tool_call,
+    inner,
+    require_tool_input,
+    tool,
+    tool_input_continuation,
+)
+from scope_temporal.worker import ScopeWorker
+
+
+def __getattr__(name: str) -> object:
+    if name == "OpenAIChatModel":  # imports `openai` only when asked for
+        from scope_temporal.models.openai import OpenAIChatModel
+
+        return OpenAIChatModel
+    raise AttributeError(f"module 'scope_temporal' has no attribute {name!r}")
+
+
+__all__ = [
+    "ActiveDelegate",
+    "Artifact",
+    "CompletionCandidate",
+    "CompletionDecision",
+    "Definition",
+    "DefinitionError",
+    "Delegate",
+    "FinishReason",
+    "HostFailure",
+    "InteractionCanceled",
+    "InteractionFailed",
+    "InteractionHandle",
+    "InvalidSignal",
+    "InvalidToolInput",
+    "Message",
+    "Middleware",
+    "Model",
+    "ModelRequest",
+    "NoSuchWait",
+    "OpenAIChatModel",
+    "Options",
+    "Output",
+    "PendingToolInput",
+    "ProcessSnapshot",
+    "ProtocolError",
+    "Response",
+    "ResultEntry",
+    "RoundResults",
+    "ScopeClient",
+    "ScopeError",
+    "ScopeWorker",
+    "ScriptedModel",
+    "SettlementMismatch",
+    "SignalConflict",
+    "Tool",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolFailure",
+    "ToolInvocation",
+    "ToolOutput",
+    "ToolResult",
+    "ToolSet",
+    "ToolSpec",
+    "TreeSnapshot",
+    "UnknownDefinition",
+    "UnknownEffect",
+    "Usage",
+    "advertise_tools",
+    "chain",
+    "current_tool_call",
+    "inner",
+    "reply",
+    "require_tool_input",
+    "settle_model_result",
+    "settle_tool_result",
+    "tool",
+    "tool_input_continuation",
+]

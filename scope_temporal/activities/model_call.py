@@ -1,0 +1,97 @@
+"""What `scope.model` does, free of Temporal: reduce the context, call the model once,
+classify the outcome. Shared by the activity and by `LocalRunner`.
+
+Classification: a Response is `responded` (the loop judges it); a reducer error or a model
+that is not registered is a definite `host_failed` before any external work; any
+exception from the model, or a return value that is not a Response, is `unknown`.
+Cancellation propagates so the caller can treat it as unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from scope_temporal.chat import Message, Response
+from scope_temporal.interaction.effects import (
+    ModelEffectRequest,
+    ModelHostFailed,
+    ModelResponded,
+    ModelUnknown,
+)
+from scope_temporal.models.protocol import Model, ModelRequest
+from scope_temporal.observers import ObserverHub
+
+ContextReducer = Callable[[list[Message]], "list[Message] | Awaitable[list[Message]]"]
+"""Replaces the messages about to be sent (e.g. summarises old turns). Runs on the worker."""
+
+ModelResult = ModelResponded | ModelHostFailed | ModelUnknown
+
+
+async def call_model(
+    request: ModelEffectRequest,
+    models: Mapping[str, Model],
+    reducers: Mapping[str, ContextReducer],
+    observers: ObserverHub,
+) -> ModelResult:
+    """Run one model Effect exactly once and classify its outcome (see module docstring)."""
+    messages = list(request.messages)
+    if request.context_reducer is not None:
+        reducer = reducers.get(request.context_reducer)
+        if reducer is None:
+            return ModelHostFailed(
+                effect_id=request.effect_id,
+                message=f"Context reducer {request.context_reducer!r} is not registered on this "
+                f"worker (registered: {sorted(reducers)}). Pass it in reducers={{...}}.",
+            )
+        try:
+            reduced: Any = reducer(list(messages))
+            if inspect.isawaitable(reduced):
+                reduced = await reduced
+            messages = [Message.model_validate(m) for m in reduced]
+        except Exception as exc:
+            return ModelHostFailed(
+                effect_id=request.effect_id,
+                message=f"Context reducer {request.context_reducer!r} failed: "
+                f"{type(exc).__name__}: {exc}",
+            )
+    model = models.get(request.model)
+    if model is None:
+        return ModelHostFailed(
+            effect_id=request.effect_id,
+            message=f"Model {request.model!r} is not registered on this worker "
+            f"(registered: {sorted(models)}). Pass it in models={{...}}.",
+        )
+    model_request = ModelRequest(
+        messages=tuple(messages),
+        tools=request.tools,
+        options=request.options,
+        model_call_seq=request.model_call_seq,
+    )
+    await observers.emit("model_started", request=request)
+    try:
+        raw: Any = await model.complete(model_request)
+        response = raw if isinstance(raw, Response) else Response.model_validate(raw)
+    except asyncio.CancelledError:
+        raise
+    except ValidationError as exc:
+        outcome: ModelResult = ModelUnknown(
+            effect_id=request.effect_id,
+            diagnostic=f"structurally invalid model response: {exc.error_count()} error(s): "
+            f"{exc.errors()[0]['msg']}",
+        )
+    except Exception as exc:
+        outcome = ModelUnknown(
+            effect_id=request.effect_id, diagnostic=f"{type(exc).__name__}: {exc}"
+        )
+    else:
+        reduced_messages = tuple(messages) if tuple(messages) != request.messages else None
+        outcome = ModelResponded(
+            effect_id=request.effect_id, response=response, messages_sent=reduced_messages
+        )
+    await observers.emit("model_settled", request=request, outcome=outcome)
+    return outcome

@@ -1,0 +1,80 @@
+"""The activities `scope.model` and `scope.tool`: the only Temporal code that does I/O.
+
+Built on the worker with its dependencies (models, reducers, tools, middleware,
+observers); none of that travels in payloads. Both run with `maximum_attempts=1` (set by
+the workflows). Definite outcomes return as tagged data; only what the framework cannot
+prove escapes as an exception (cancellation), which the workflow records as unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping, Sequence
+from datetime import timedelta
+from typing import TypeVar
+
+from temporalio import activity
+
+from scope_temporal import names
+from scope_temporal.activities.model_call import ContextReducer, ModelResult, call_model
+from scope_temporal.activities.tool_attempt import run_tool_attempt
+from scope_temporal.models.protocol import Model
+from scope_temporal.observers import ObserverHub
+from scope_temporal.payloads import ModelActivityInput, ToolActivityInput
+from scope_temporal.tools.middleware import Middleware
+from scope_temporal.tools.outcome import ToolOutcome
+from scope_temporal.tools.registry import ToolRegistry
+
+T = TypeVar("T")
+
+
+async def _with_heartbeats(work: Awaitable[T], every: timedelta | None) -> T:
+    """Await `work`, heartbeating at a third of the heartbeat timeout meanwhile."""
+    if every is None:
+        return await work
+    interval = max(every.total_seconds() / 3, 0.2)
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(interval)
+
+    beating = asyncio.create_task(beat())
+    try:
+        return await work
+    finally:
+        beating.cancel()
+
+
+class ScopeActivities:
+    """The activity implementations of one worker."""
+
+    def __init__(
+        self,
+        *,
+        models: Mapping[str, Model],
+        reducers: Mapping[str, ContextReducer],
+        tools: ToolRegistry,
+        middleware: Sequence[Middleware],
+        observers: ObserverHub,
+    ) -> None:
+        self.models = dict(models)
+        self.reducers = dict(reducers)
+        self.tools = tools
+        self.middleware = tuple(middleware)
+        self.observers = observers
+
+    @activity.defn(name=names.MODEL_ACTIVITY)
+    async def model(self, input: ModelActivityInput) -> ModelResult:
+        """Call the registered model once; see `call_model` for the classification."""
+        return await _with_heartbeats(
+            call_model(input.request, self.models, self.reducers, self.observers), input.heartbeat
+        )
+
+    @activity.defn(name=names.TOOL_ACTIVITY)
+    async def tool(self, input: ToolActivityInput) -> ToolOutcome:
+        """Enter the tool body once; see `run_tool_attempt` for the classification."""
+        return await _with_heartbeats(
+            run_tool_attempt(input.attempt, self.tools, self.middleware, self.observers),
+            input.heartbeat,
+        )

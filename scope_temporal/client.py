@@ -1,0 +1,286 @@
+"""The host client: start Interactions, steer them, answer inputs, resolve unknowns.
+
+Steers, answers and resolutions are sent as validated *updates*: an invalid or conflicting
+one raises the typed error here and leaves no trace in the workflow's history.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.service import RPCError
+
+from scope_temporal import errors, names
+from scope_temporal.chat import Message
+from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
+from scope_temporal.interaction.snapshot import (
+    PendingToolInput,
+    ProcessSnapshot,
+    TreeSnapshot,
+    UnknownEffect,
+)
+from scope_temporal.outputs import Output
+from scope_temporal.payloads import (
+    ControlInput,
+    InteractionInput,
+    ResolveInput,
+    SteerInput,
+    ToolInputAnswer,
+)
+from scope_temporal.tools.validation import validate_value
+from scope_temporal.worker import with_pydantic_converter
+
+_ERRORS_BY_CODE: dict[str, type[ScopeError]] = {
+    errors.SIGNAL_INVALID: errors.InvalidSignal,
+    errors.SIGNAL_CONFLICT: errors.SignalConflict,
+    errors.TOOL_ANSWER_INVALID: errors.InvalidToolInput,
+    errors.TOOL_WAIT_UNKNOWN: errors.NoSuchWait,
+    errors.SETTLEMENT_MISMATCH: errors.SettlementMismatch,
+    errors.DEFINITION_UNKNOWN: errors.UnknownDefinition,
+}
+
+
+def _typed(error: BaseException) -> ScopeError:
+    cause = error.__cause__ or getattr(error, "cause", None)
+    if isinstance(cause, ApplicationError) and cause.type:
+        cls = _ERRORS_BY_CODE.get(cause.type, ScopeError)
+        return cls(cause.message, code=cause.type)
+    return ScopeError(str(cause or error), code=errors.PROTOCOL_INVALID)
+
+
+class InteractionSummary(BaseModel):
+    """One line of `ScopeClient.list`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    workflow_type: str
+    status: str
+    start_time: str
+
+
+class ScopeClient:
+    """Start and find Interactions on one task queue.
+
+    Args:
+        client: a Temporal client; it is re-wrapped with the pydantic data converter.
+        task_queue: the queue a `ScopeWorker` serves.
+    """
+
+    def __init__(self, client: Client, *, task_queue: str = names.DEFAULT_TASK_QUEUE) -> None:
+        self.client = with_pydantic_converter(client)
+        self.task_queue = task_queue
+        self._status_attributes: bool | None = None
+
+    @classmethod
+    async def connect(
+        cls,
+        target: str = "localhost:7233",
+        *,
+        task_queue: str = names.DEFAULT_TASK_QUEUE,
+        namespace: str = "default",
+        **connect_options: Any,
+    ) -> ScopeClient:
+        """Connect to a Temporal frontend (`host:port`); options go to `Client.connect`."""
+        client = await Client.connect(target, namespace=namespace, **connect_options)
+        return cls(client, task_queue=task_queue)
+
+    async def start(
+        self,
+        definition: str,
+        messages: Sequence[Message] | str,
+        *,
+        id: str | None = None,
+    ) -> InteractionHandle:
+        """Start an Interaction of a Definition registered on the worker.
+
+        Args:
+            definition: the Definition's name.
+            messages: the opening messages (a string is one user message).
+            id: the workflow id (default `<definition>-<random>`); tool children get
+                `<id>/tool/<seq>/<index>`.
+        """
+        if isinstance(messages, str):
+            messages = [Message.user(messages)]
+        workflow_id = id or f"{definition}-{uuid.uuid4().hex[:12]}"
+        track = await self._tracks_status()
+        search_attributes = None
+        if track:
+            from temporalio.common import TypedSearchAttributes
+
+            search_attributes = TypedSearchAttributes(
+                [names.DEFINITION_ATTRIBUTE.value_set(definition),
+                 names.STATUS_ATTRIBUTE.value_set("running")]
+            )
+        await self.client.start_workflow(
+            names.INTERACTION_WORKFLOW,
+            InteractionInput(definition=definition, messages=tuple(messages), track_status=track),
+            id=workflow_id,
+            task_queue=self.task_queue,
+            search_attributes=search_attributes,
+            static_summary=f"{definition}: {messages[0].text[:60]}" if messages else definition,
+        )
+        return self.get_handle(workflow_id)
+
+    def get_handle(self, id: str) -> InteractionHandle:
+        """A handle on an existing Interaction (no call is made)."""
+        return InteractionHandle(self, id)
+
+    async def list(self, *, query: str | None = None, limit: int = 20) -> list[InteractionSummary]:
+        """The most recent root Interactions (optionally filtered by a visibility query)."""
+        base = f"WorkflowType = '{names.INTERACTION_WORKFLOW}' AND ParentWorkflowId IS NULL"
+        found: list[InteractionSummary] = []
+        async for execution in self.client.list_workflows(
+            f"{base} AND ({query})" if query else base, limit=limit
+        ):
+            found.append(
+                InteractionSummary(
+                    id=execution.id,
+                    workflow_type=execution.workflow_type,
+                    status=execution.status.name.lower() if execution.status else "unknown",
+                    start_time=execution.start_time.isoformat(),
+                )
+            )
+        return found
+
+    async def _tracks_status(self) -> bool:
+        if self._status_attributes is None:
+            try:
+                response = await self.client.operator_service.list_search_attributes(
+                    ListSearchAttributesRequest(namespace=self.client.namespace)
+                )
+                registered = set(response.custom_attributes)
+                self._status_attributes = all(
+                    key.name in registered for key in names.SEARCH_ATTRIBUTES
+                )
+            except RPCError:
+                self._status_attributes = False
+        return self._status_attributes
+
+
+class InteractionHandle:
+    """Drive one running Interaction tree."""
+
+    def __init__(self, scope: ScopeClient, id: str) -> None:
+        self.scope = scope
+        self.id = id
+
+    def _workflow(self, process_id: str | None = None) -> WorkflowHandle[Any, Any]:
+        return self.scope.client.get_workflow_handle(process_id or self.id)
+
+    async def _update(self, process_id: str, update: str, payload: BaseModel) -> Any:
+        try:
+            return await self._workflow(process_id).execute_update(update, payload)
+        except WorkflowUpdateFailedError as error:
+            raise _typed(error) from error
+
+    async def steer(self, signal_id: str, *messages: Message | str) -> bool:
+        """Queue user messages for the next model call; False for an exact duplicate id.
+
+        Raises:
+            InvalidSignal: not user messages. SignalConflict: the id was used with other content.
+        """
+        msgs = tuple(Message.user(m) if isinstance(m, str) else m for m in messages)
+        return bool(await self._update(self.id, names.STEER, SteerInput(signal_id=signal_id,
+                                                                         messages=msgs)))
+
+    async def answer(self, pending: PendingToolInput, answer_id: str, response: Any) -> bool:
+        """Answer a tool input wait. The response is validated here first, then by the workflow.
+
+        Raises:
+            InvalidToolInput: the response violates `pending.response_schema` (nothing sent).
+            NoSuchWait: the wait is no longer open.
+        """
+        problem = validate_value(pending.response_schema, response)
+        if problem is not None:
+            raise errors.InvalidToolInput(
+                f"The answer does not match the response schema of {pending.wait_id!r}: {problem}"
+            )
+        payload = ToolInputAnswer(
+            wait_id=pending.wait_id, answer_id=answer_id, response=response,
+            process_id=pending.process_id,
+        )
+        return bool(await self._update(pending.process_id, names.TOOL_INPUT, payload))
+
+    async def resolve(
+        self, unknown: UnknownEffect, settlement: ModelSettlement | ToolSettlement,
+        *, signal_id: str | None = None,
+    ) -> None:
+        """Deliver the host's settlement of an unknown Effect to the Process holding it.
+
+        Raises:
+            SettlementMismatch: it does not match the retained request of a held unknown.
+        """
+        payload = ResolveInput(signal_id=signal_id or f"resolve:{unknown.effect_id}",
+                               settlement=settlement)
+        await self._update(unknown.process_id, names.RESOLVE, payload)
+
+    async def pause(self) -> None:
+        """Start nothing new (in-flight calls settle); children are paused too."""
+        await self._workflow().signal(names.PAUSE, ControlInput())
+
+    async def resume(self) -> None:
+        await self._workflow().signal(names.RESUME, ControlInput())
+
+    async def cancel(self) -> None:
+        """Cancel the Interaction; its children are cancelled with it."""
+        await self._workflow().cancel()
+
+    async def snapshot(self) -> TreeSnapshot:
+        """The tree: the root and every active child process, queried live."""
+        root = await self._query(self.id)
+        if root is None:
+            raise errors.ScopeError(f"Interaction {self.id!r} cannot be queried yet.")
+        processes = [root]
+        frontier = list(root.active_children)
+        while frontier:
+            child = await self._query(frontier.pop(0))
+            if child is not None:
+                processes.append(child)
+                frontier.extend(child.active_children)
+        return TreeSnapshot(root=root, processes=tuple(processes))
+
+    async def _query(self, process_id: str) -> ProcessSnapshot | None:
+        try:
+            result = await self._workflow(process_id).query(
+                names.SNAPSHOT_QUERY, result_type=ProcessSnapshot
+            )
+        except RPCError:
+            return None
+        assert isinstance(result, ProcessSnapshot)
+        return result
+
+    async def status(self) -> WorkflowExecutionStatus | None:
+        return (await self._workflow().describe()).status
+
+    async def result(self) -> Output:
+        """Wait for the Output.
+
+        Raises:
+            InteractionFailed: with the failure's `.code` (e.g. interaction.limit.model_calls).
+            InteractionCanceled: the Interaction was cancelled.
+        """
+        try:
+            output = await self._workflow().result(result_type=Output)
+        except WorkflowFailureError as error:
+            cause = error.cause
+            if isinstance(cause, CancelledError):
+                raise errors.InteractionCanceled(str(cause), code=errors.CANCELED) from error
+            if isinstance(cause, ApplicationError) and cause.type:
+                raise errors.InteractionFailed(cause.message, code=cause.type) from error
+            raise errors.InteractionFailed(str(cause), code=errors.HOST_FAILED) from error
+        assert isinstance(output, Output)
+        return output

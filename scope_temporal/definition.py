@@ -1,0 +1,273 @@
+"""Definitions: the immutable, validated description of an Interaction.
+
+A Definition holds only frozen specs, schemas and pure functions (the completion
+validator); never a tool body or a model client. It is validated when built, so a bad
+declaration fails at import time of the user's module, not mid-run, and it carries a
+digest of its configuration that the workflow records and checks on replay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
+from typing import Any, Protocol
+
+from scope_temporal.chat import Options
+from scope_temporal.errors import DefinitionError
+from scope_temporal.outputs import CompletionCandidate, CompletionDecision
+from scope_temporal.tools.spec import PERMISSIONS, ToolSpec, is_provider_tool_name
+
+CompletionValidator = Callable[[CompletionCandidate], CompletionDecision]
+
+DEFAULT_DELEGATE_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"task": {"type": "string", "description": "What the delegate should do."}},
+    "required": ["task"],
+    "additionalProperties": False,
+}
+
+
+class _HasSpec(Protocol):
+    @property
+    def spec(self) -> ToolSpec: ...
+
+
+def _spec_of(item: ToolSpec | _HasSpec) -> ToolSpec:
+    return item if isinstance(item, ToolSpec) else item.spec
+
+
+class ToolSet:
+    """A named set of tools a Definition binds; `deferred` ones are hidden until advertised.
+
+    Args:
+        name: label of the set (shown in the UI and the digest).
+        tools: the ordinary tools, advertised in this order.
+        deferred: tools bound but not advertised until a running tool calls
+            `advertise_tools(...)`. A tool declared `@tool(deferred=True)` may be listed in
+            either argument; it is deferred either way.
+
+    Raises:
+        DefinitionError: on duplicate names.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        tools: Iterable[ToolSpec | _HasSpec] = (),
+        *,
+        deferred: Iterable[ToolSpec | _HasSpec] = (),
+    ) -> None:
+        self.name = name
+        specs = [_spec_of(t) for t in tools]
+        deferred_specs = [_spec_of(t).model_copy(update={"deferred": True}) for t in deferred]
+        ordinary = [s for s in specs if not s.deferred]
+        deferred_specs = [s for s in specs if s.deferred] + deferred_specs
+        seen: set[str] = set()
+        for spec in ordinary + deferred_specs:
+            if spec.name in seen:
+                raise DefinitionError(f"ToolSet {name!r} binds two tools named {spec.name!r}.")
+            seen.add(spec.name)
+        self.tools: tuple[ToolSpec, ...] = tuple(ordinary)
+        self.deferred: tuple[ToolSpec, ...] = tuple(deferred_specs)
+
+    def get(self, tool_name: str) -> ToolSpec | None:
+        for spec in self.tools + self.deferred:
+            if spec.name == tool_name:
+                return spec
+        return None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.tools + self.deferred)
+
+
+class Delegate:
+    """A model-visible binding to another Definition, run as a child workflow.
+
+    Args:
+        name: the tool name the model calls.
+        description: what the model is told the delegate does.
+        definition: name of the child Definition (registered on the same worker).
+        max_model_calls: the child's model-call budget (None: the child's own limit).
+        capabilities: permissions granted to the child; default the parent's; may only narrow.
+        input_schema: JSON schema of the call's arguments (default: `{"task": str}`).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        definition: str,
+        *,
+        max_model_calls: int | None = None,
+        capabilities: Iterable[str] | None = None,
+        input_schema: dict[str, Any] | None = None,
+    ) -> None:
+        if not is_provider_tool_name(name):
+            raise DefinitionError(
+                f"Delegate name {name!r} is not a valid tool name "
+                "(letters, digits, '_' or '-', at most 64)."
+            )
+        if max_model_calls is not None and max_model_calls < 1:
+            raise DefinitionError(f"Delegate {name!r}: max_model_calls must be >= 1 or None.")
+        schema = input_schema if input_schema is not None else DEFAULT_DELEGATE_INPUT_SCHEMA
+        if schema.get("type") != "object":
+            raise DefinitionError(
+                f"Delegate {name!r}: input_schema must be an object schema ({{'type': 'object'}})."
+            )
+        self.name = name
+        self.description = description
+        self.definition = definition
+        self.max_model_calls = max_model_calls
+        self.capabilities = None if capabilities is None else _capabilities(capabilities, name)
+        self.input_schema = schema
+
+    def declaration(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "definition": self.definition,
+            "max_model_calls": self.max_model_calls,
+            "capabilities": sorted(self.capabilities) if self.capabilities is not None else None,
+            "input_schema": self.input_schema,
+        }
+
+
+def _capabilities(values: Iterable[str], owner: str) -> frozenset[str]:
+    caps = frozenset(values)
+    unknown = caps - PERMISSIONS
+    if unknown:
+        raise DefinitionError(
+            f"{owner!r}: unknown capabilities {sorted(unknown)}; use read, write, exec."
+        )
+    return caps
+
+
+class Definition:
+    """The immutable description of an Interaction. See API.md for every argument.
+
+    Raises:
+        DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
+            a tool or two delegates with one name, an invalid name, capabilities that are
+            not read/write/exec, or a delegate granted more than this Definition holds.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        instructions: str | None = None,
+        model: str = "default",
+        tools: ToolSet | Sequence[ToolSpec | _HasSpec] | None = None,
+        delegates: Sequence[Delegate] = (),
+        max_model_calls: int | None = 20,
+        max_concurrent_tool_calls: int = 1,
+        completion_validator: CompletionValidator | None = None,
+        capabilities: Iterable[str] = ("read", "write", "exec"),
+        context_reducer: str | None = None,
+        options: Options | None = None,
+        output_schema: dict[str, Any] | None = None,
+        model_timeout: timedelta = timedelta(minutes=5),
+        model_heartbeat_timeout: timedelta | None = None,
+        tool_timeout: timedelta = timedelta(minutes=10),
+        tool_heartbeat_timeout: timedelta | None = timedelta(seconds=30),
+    ) -> None:
+        if not name or "/" in name:
+            raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")
+        if max_model_calls is not None and max_model_calls < 1:
+            raise DefinitionError(
+                f"Definition {name!r}: max_model_calls={max_model_calls} would never call the "
+                "model; use a positive number, or None for unlimited."
+            )
+        if max_concurrent_tool_calls < 0:
+            raise DefinitionError(
+                f"Definition {name!r}: max_concurrent_tool_calls must be >= 0 (0 behaves as 1)."
+            )
+        toolset = tools if isinstance(tools, ToolSet) else ToolSet(f"{name}-tools", tools or ())
+        for spec in toolset.tools + toolset.deferred:
+            if not is_provider_tool_name(spec.name):
+                raise DefinitionError(f"Definition {name!r}: invalid tool name {spec.name!r}.")
+        self.capabilities = _capabilities(capabilities, name)
+        delegate_names: set[str] = set()
+        for delegate in delegates:
+            if delegate.name in delegate_names:
+                raise DefinitionError(
+                    f"Definition {name!r}: two delegates are named {delegate.name!r}."
+                )
+            if toolset.get(delegate.name) is not None:
+                raise DefinitionError(
+                    f"Definition {name!r}: delegate {delegate.name!r} collides with a tool name."
+                )
+            if delegate.capabilities is not None and not delegate.capabilities <= self.capabilities:
+                extra = sorted(delegate.capabilities - self.capabilities)
+                raise DefinitionError(
+                    f"Definition {name!r}: delegate {delegate.name!r} would hold {extra}, "
+                    "which this Definition is not granted. A delegate may only narrow."
+                )
+            delegate_names.add(delegate.name)
+        self.name = name
+        self.description = description
+        self.instructions = instructions
+        self.model = model
+        self.tools = toolset
+        self.delegates: tuple[Delegate, ...] = tuple(delegates)
+        self.max_model_calls = max_model_calls
+        self.max_concurrent_tool_calls = max(1, max_concurrent_tool_calls)
+        self.completion_validator = completion_validator
+        self.context_reducer = context_reducer
+        self.options = options or Options()
+        self.output_schema = output_schema
+        self.model_timeout = model_timeout
+        self.model_heartbeat_timeout = model_heartbeat_timeout
+        self.tool_timeout = tool_timeout
+        self.tool_heartbeat_timeout = tool_heartbeat_timeout
+        self.digest = hashlib.sha256(
+            json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
+
+    def delegate(self, delegate_name: str) -> Delegate | None:
+        for delegate in self.delegates:
+            if delegate.name == delegate_name:
+                return delegate
+        return None
+
+    def declaration(self) -> dict[str, Any]:
+        """The canonical configuration the digest covers (changes iff the declaration does)."""
+        validator = self.completion_validator
+        return {
+            "name": self.name,
+            "description": self.description,
+            "instructions": self.instructions,
+            "model": self.model,
+            "toolset": self.tools.name,
+            "tools": [s.model_dump(mode="json") for s in self.tools.tools],
+            "deferred": [s.model_dump(mode="json") for s in self.tools.deferred],
+            "delegates": [d.declaration() for d in self.delegates],
+            "max_model_calls": self.max_model_calls,
+            "max_concurrent_tool_calls": self.max_concurrent_tool_calls,
+            "capabilities": sorted(self.capabilities),
+            "context_reducer": self.context_reducer,
+            "options": self.options.model_dump(mode="json"),
+            "output_schema": self.output_schema,
+            "completion_validator": (
+                None
+                if validator is None
+                else f"{getattr(validator, '__module__', '?')}."
+                f"{getattr(validator, '__qualname__', repr(validator))}"
+            ),
+            "timeouts": [
+                str(t)
+                for t in (
+                    self.model_timeout,
+                    self.model_heartbeat_timeout,
+                    self.tool_timeout,
+                    self.tool_heartbeat_timeout,
+                )
+            ],
+        }
+
+    def __repr__(self) -> str:
+        return f"Definition({self.name!r}, digest={self.digest[:12]})"

@@ -1,0 +1,37 @@
+"""Stable identities, derived only from the parent's id and the call's position.
+
+Pure functions (no Temporal import): the state machine, the workflows and the client all
+derive the same ids, so a replayed or continued-as-new workflow finds the same children.
+"""
+
+from __future__ import annotations
+
+
+def tool_call_ref(process_id: str, model_call_seq: int, call_index: int) -> str:
+    """ToolCallRef `"<process id>/<model call seq>/<call index>"` of one logical call."""
+    return f"{process_id}/{model_call_seq}/{call_index}"
+
+
+def tool_call_process_id(parent_id: str, model_call_seq: int, call_index: int) -> str:
+    """Workflow id of a ToolCall child."""
+    return f"{parent_id}/tool/{model_call_seq}/{call_index}"
+
+
+def delegate_process_id(parent_id: str, model_call_seq: int, call_index: int) -> str:
+    """Workflow id of a Delegate child."""
+    return f"{parent_id}/delegate/{model_call_seq}/{call_index}"
+
+
+def model_effect_id(process_id: str, model_call_seq: int) -> str:
+    """EffectID of one model call."""
+    return f"{process_id}/model/{model_call_seq}"
+
+
+def call_effect_id(process_id: str, model_call_seq: int, call_index: int) -> str:
+    """EffectID of one tool or delegate call: stable for the logical call (idempotency key)."""
+    return f"{process_id}/call/{model_call_seq}/{call_index}"
+
+
+def wait_id(process_id: str, entry: int) -> str:
+    """WaitID of the input wait raised by the `entry`-th entry into a tool body."""
+    return f"{process_id}/wait/{entry}"

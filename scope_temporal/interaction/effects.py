@@ -1,0 +1,181 @@
+"""Effects the core asks for, and the settlements that answer them.
+
+Every external operation is an Effect with a stable EffectID and exactly one settlement.
+Requests are *retained*: an unknown Effect keeps its request so the host can investigate
+and settle it from exactly what was asked (`settle_model_result`, `settle_tool_result`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from scope_temporal.chat import Message, Options, Response, ToolCall
+from scope_temporal.models.protocol import ToolDefinition
+from scope_temporal.outputs import Failure, Output
+from scope_temporal.tools.outcome import Failed, Rejected, Succeeded
+from scope_temporal.tools.spec import ToolSpec
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- retained requests -------------------------------------------------------------
+
+
+class ModelEffectRequest(_Frozen):
+    """Exactly what one model call asked for."""
+
+    kind: Literal["model"] = "model"
+    definition: str
+    digest: str
+    process_id: str
+    effect_id: str
+    model_call_seq: int
+    model: str
+    """Name of the model registered on the worker."""
+    messages: tuple[Message, ...]
+    """The working context (after steers were applied), before any context reducer."""
+    tools: tuple[ToolDefinition, ...]
+    options: Options
+    context_reducer: str | None = None
+    applied_signals: tuple[str, ...] = ()
+
+
+class ToolEffectRequest(_Frozen):
+    """Exactly what one tool call asked for."""
+
+    kind: Literal["tool"] = "tool"
+    definition: str
+    """The Definition of the Interaction that made the call."""
+    digest: str
+    process_id: str
+    """Id of the ToolCall process that owns the Effect."""
+    parent_id: str
+    effect_id: str
+    """Stable for the logical call: the idempotency key for external systems."""
+    ref: str
+    model_call_seq: int
+    call_index: int
+    call: ToolCall
+    tool: ToolSpec
+    granted: tuple[str, ...]
+    """Permissions the calling Process holds."""
+    deferred_tools: tuple[str, ...] = ()
+    """Deferred tools of the Definition that this call may advertise."""
+
+
+# --- effects -----------------------------------------------------------------------
+
+
+class CallModel(_Frozen):
+    """Call the model once (activity `scope.model`, never retried)."""
+
+    kind: Literal["call_model"] = "call_model"
+    request: ModelEffectRequest
+
+
+class StartToolCall(_Frozen):
+    """Start the ToolCall child process for one ordinary tool call."""
+
+    kind: Literal["start_tool_call"] = "start_tool_call"
+    request: ToolEffectRequest
+
+
+class StartDelegate(_Frozen):
+    """Start a Delegate child: an Interaction of another Definition."""
+
+    kind: Literal["start_delegate"] = "start_delegate"
+    effect_id: str
+    process_id: str
+    ref: str
+    model_call_seq: int
+    call_index: int
+    delegate: str
+    definition: str
+    messages: tuple[Message, ...]
+    max_model_calls: int | None
+    capabilities: tuple[str, ...]
+
+
+Effect = Annotated[CallModel | StartToolCall | StartDelegate, Field(discriminator="kind")]
+
+
+# --- settlements from the driver ---------------------------------------------------
+
+
+class ModelResponded(_Frozen):
+    """A structurally valid model response (the loop still judges it against its rules)."""
+
+    kind: Literal["responded"] = "responded"
+    effect_id: str
+    response: Response
+    messages_sent: tuple[Message, ...] | None = None
+    """The messages actually sent, when a context reducer replaced them."""
+
+
+class ModelHostFailed(_Frozen):
+    """A definite failure before any external work (e.g. the context reducer raised)."""
+
+    kind: Literal["host_failed"] = "host_failed"
+    effect_id: str
+    message: str
+
+
+class ModelUnknown(_Frozen):
+    """The outcome of the model call cannot be proven; the Effect is held for the host."""
+
+    kind: Literal["unknown"] = "unknown"
+    effect_id: str
+    diagnostic: str
+
+
+ModelOutcome = Annotated[
+    ModelResponded | ModelHostFailed | ModelUnknown, Field(discriminator="kind")
+]
+
+
+class CallSettled(_Frozen):
+    """The definite result of a ToolCall child."""
+
+    kind: Literal["call_settled"] = "call_settled"
+    effect_id: str
+    outcome: Annotated[Succeeded | Failed | Rejected, Field(discriminator="kind")]
+
+
+class DelegateSettled(_Frozen):
+    """The end of a Delegate child: its Output, or why it failed or was refused."""
+
+    kind: Literal["delegate_settled"] = "delegate_settled"
+    effect_id: str
+    output: Output | None = None
+    failure: Failure | None = None
+
+
+CallOutcome = Annotated[CallSettled | DelegateSettled, Field(discriminator="kind")]
+
+
+# --- host settlements of unknown effects ---------------------------------------------
+
+
+class ModelSettlement(_Frozen):
+    """A host's investigated settlement of an unknown model Effect."""
+
+    kind: Literal["model"] = "model"
+    request: ModelEffectRequest
+    response: Response
+    """The response the host established."""
+    messages_sent: tuple[Message, ...]
+
+
+class ToolSettlement(_Frozen):
+    """A host's investigated settlement of an unknown tool Effect."""
+
+    kind: Literal["tool"] = "tool"
+    request: ToolEffectRequest
+    outcome: Annotated[Succeeded | Failed | Rejected, Field(discriminator="kind")]
+
+
+Settlement = Annotated[ModelSettlement | ToolSettlement, Field(discriminator="kind")]

@@ -1,0 +1,693 @@
+"""THE LOOP: the Interaction as a pure state machine.
+
+Theory of operation. The machine never calls out. A driver (the Temporal workflow, or
+`LocalRunner`) asks `next_effects()` for what to start, performs those effects, and feeds
+back exactly one settlement per Effect (`on_model`, `on_call`) plus signals (`steer`,
+`resolve`, `pause`, `resume`). The machine has no clock, no I/O and no randomness, so
+the same inputs always give the same effects: that is what makes Temporal replay safe.
+
+The rules it keeps (DESIGN.md section 2):
+ 1. Pending steers are applied, in arrival order, right before a model call, never during
+    one and never in the middle of a batch.
+ 2. A model outcome is a response, a definite host failure, or unknown. Unknown holds
+    the Effect for the host (`resolve`); nothing is ever re-run by the machine.
+ 3. A response breaking the loop's rules (duplicate call ids, nothing to say) fails with
+    `interaction.model.invalid_response` and never enters the state.
+ 4. Tool calls run only with finish `tool_calls`; with `length` each call gets a
+    "not executed" result and the model is called again; any other finish fails.
+ 5. Unknown tools, unauthorised tools and invalid arguments settle at admission with a
+    model-visible rejected result; no child starts.
+ 6. Tool calls start within the scheduling window (`scheduling.py`); delegates start when
+    their round opens. The round commits, results in call order, only when every call
+    is definite. Advertisements commit only with a successful call.
+ 7. A candidate (a final reply, or a fully successful direct-result batch) completes only
+    if no steer is pending and the completion validator accepts it; otherwise the model
+    is called again. `max_model_calls` is the hard bound (`interaction.limit.model_calls`).
+
+Every transition works on a copy and commits only when it succeeds: a refused input
+(`ScopeError`) leaves the state untouched; an unexpected exception fails the machine
+closed (`interaction.state.invalid`) and it refuses further input.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Literal, TypeVar
+
+from scope_temporal import errors
+from scope_temporal.chat import FinishReason, Message, Response, ToolCall, ToolResult
+from scope_temporal.definition import DEFAULT_DELEGATE_INPUT_SCHEMA, Definition
+from scope_temporal.errors import InvalidSignal, ProtocolError, ScopeError, SettlementMismatch
+from scope_temporal.ids import (
+    call_effect_id,
+    delegate_process_id,
+    model_effect_id,
+    tool_call_process_id,
+    tool_call_ref,
+)
+from scope_temporal.interaction import rules
+from scope_temporal.interaction.effects import (
+    CallModel,
+    CallOutcome,
+    CallSettled,
+    DelegateSettled,
+    Effect,
+    ModelEffectRequest,
+    ModelHostFailed,
+    ModelOutcome,
+    ModelResponded,
+    ModelSettlement,
+    ModelUnknown,
+    StartDelegate,
+    StartToolCall,
+    ToolEffectRequest,
+)
+from scope_temporal.interaction.scheduling import startable
+from scope_temporal.interaction.snapshot import (
+    ActiveDelegate,
+    ProcessSnapshot,
+    RejectedSignal,
+    ResultEntry,
+    RoundResults,
+    Status,
+    UnknownEffect,
+)
+from scope_temporal.interaction.state import (
+    TERMINAL_PHASES,
+    CallSlot,
+    InteractionState,
+    OpenRound,
+    PendingModel,
+    SteerEnvelope,
+)
+from scope_temporal.interaction.steering import check_steer_messages, steer_digest
+from scope_temporal.outputs import Artifact, CompletionCandidate, Failure, Output
+from scope_temporal.tools import rejections
+from scope_temporal.tools.outcome import Failed, Succeeded
+from scope_temporal.tools.validation import validate_arguments
+
+T = TypeVar("T")
+ArgumentValidator = Callable[[dict[str, object], str], "str | None"]
+
+
+class InteractionMachine:
+    """The pure Interaction state machine for one Process.
+
+    Args:
+        definition: the Definition the state was started with (its digest must match).
+        state: the full state, e.g. restored from continue-as-new.
+
+    Raises:
+        ProtocolError: `interaction.definition.changed` if the digests differ.
+    """
+
+    def __init__(self, definition: Definition, state: InteractionState) -> None:
+        if state.digest != definition.digest:
+            raise ProtocolError(
+                f"Definition {definition.name!r} changed since this Interaction started "
+                f"(digest {state.digest[:12]} recorded, {definition.digest[:12]} now). Deploy "
+                "the change under a new Definition name, or finish old runs first.",
+                code=errors.DEFINITION_CHANGED,
+            )
+        self.definition = definition
+        self._state = state
+
+    @classmethod
+    def start(
+        cls,
+        definition: Definition,
+        process_id: str,
+        messages: list[Message] | tuple[Message, ...],
+        *,
+        max_model_calls: int | None = None,
+        capabilities: tuple[str, ...] | None = None,
+    ) -> InteractionMachine:
+        """A fresh Interaction: instructions (if any) then `messages` as working context.
+
+        `max_model_calls` and `capabilities` (a parent's delegate budget and grant) can only
+        tighten the Definition's own.
+        """
+        if not messages:
+            raise InvalidSignal("An Interaction needs at least one message to start.")
+        limit = definition.max_model_calls
+        if max_model_calls is not None:
+            limit = max_model_calls if limit is None else min(limit, max_model_calls)
+        granted = definition.capabilities
+        if capabilities is not None:
+            granted = granted & frozenset(capabilities)
+        context = [Message.system(definition.instructions)] if definition.instructions else []
+        state = InteractionState(
+            process_id=process_id,
+            definition=definition.name,
+            digest=definition.digest,
+            context=[*context, *messages],
+            max_model_calls=limit,
+            granted=tuple(sorted(granted)),
+        )
+        return cls(definition, state)
+
+    # --- reading ---------------------------------------------------------------------
+
+    @property
+    def state(self) -> InteractionState:
+        """A copy of the full state (safe to serialise or keep)."""
+        return self._state.model_copy(deep=True)
+
+    @property
+    def done(self) -> bool:
+        return self._state.phase in TERMINAL_PHASES
+
+    @property
+    def output(self) -> Output | None:
+        return self._state.output
+
+    @property
+    def failure(self) -> Failure | None:
+        return self._state.failure
+
+    @property
+    def at_round_boundary(self) -> bool:
+        """True when nothing is in flight: the state may be carried by continue-as-new."""
+        return self._state.phase == "need_model" and not self._state.paused
+
+    @property
+    def status(self) -> Status:
+        s = self._state
+        if s.phase == "completed":
+            return "completed"
+        if s.phase in ("failed", "canceled"):
+            return s.phase
+        if s.paused:
+            return "paused"
+        if s.model is not None and s.model.unknown:
+            return "waiting"
+        return "running"
+
+    # --- transitions -----------------------------------------------------------------
+
+    def _apply(self, change: Callable[[InteractionState], T]) -> T:
+        if self.done:
+            raise ProtocolError(
+                f"Interaction {self._state.process_id!r} has ended ({self._state.phase}); "
+                "it accepts no further input.",
+                code=errors.STATE_INVALID,
+            )
+        draft = self._state.model_copy(deep=True)
+        try:
+            result = change(draft)
+        except ScopeError:
+            raise
+        except Exception as exc:  # fail closed: never half-updated
+            self._state.phase = "failed"
+            self._state.failure = Failure.of(
+                errors.STATE_INVALID, f"internal error in the Interaction core: {exc!r}"
+            )
+            raise ProtocolError(str(exc), code=errors.STATE_INVALID) from exc
+        self._state = draft
+        return result
+
+    def next_effects(self) -> list[Effect]:
+        """The effects to start now; each is returned exactly once."""
+        if self.done or self._state.paused:
+            return []
+        return self._apply(self._next_effects)
+
+    def on_model(self, outcome: ModelOutcome) -> None:
+        """Settle the in-flight model Effect with what the activity reported."""
+        self._apply(lambda s: self._on_model(s, outcome))
+
+    def check_resolution(self, settlement: ModelSettlement) -> None:
+        """Raise SettlementMismatch unless `settlement` settles the held unknown model Effect."""
+        s = self._state
+        if s.model is None or not s.model.unknown:
+            raise SettlementMismatch(
+                f"Interaction {s.process_id!r} holds no unknown model effect to settle."
+            )
+        if settlement.request != s.model.request:
+            raise SettlementMismatch(
+                f"The settlement was built from another request (effect "
+                f"{settlement.request.effect_id!r}, definition {settlement.request.definition!r}); "
+                f"the unknown effect is {s.model.request.effect_id!r}. Build it with "
+                "settle_model_result(unknown.request, ...)."
+            )
+
+    def resolve(self, settlement: ModelSettlement) -> None:
+        """Apply a host's investigated settlement of the unknown model Effect."""
+        self.check_resolution(settlement)
+        self._apply(
+            lambda s: self._admit_response(s, settlement.response, settlement.messages_sent)
+        )
+
+    def on_call(self, outcome: CallOutcome) -> None:
+        """Settle one running call of the open round with its child's definite result."""
+        self._apply(lambda s: self._on_call(s, outcome))
+
+    def check_steer(self, signal_id: str, messages: tuple[Message, ...]) -> bool:
+        """Validate a steer; True if new, False if an exact duplicate (a no-op).
+
+        Raises:
+            InvalidSignal: not user messages, empty, or the Interaction has ended.
+            SignalConflict: the id was used before with different content.
+        """
+        check_steer_messages(signal_id, messages)
+        known = self._state.signal_digests.get(signal_id)
+        if known is not None:
+            if known != steer_digest(messages):
+                raise errors.SignalConflict(
+                    f"Steer id {signal_id!r} was already used with different content; "
+                    "use a new id for a new message."
+                )
+            return False
+        if self.done:
+            raise InvalidSignal(f"Interaction {self._state.process_id!r} has ended.")
+        return True
+
+    def steer(self, signal_id: str, messages: tuple[Message, ...]) -> bool:
+        """Queue a steer for the next model call. Returns False for an exact duplicate."""
+        if not self.check_steer(signal_id, messages):
+            return False
+
+        def change(s: InteractionState) -> None:
+            s.mailbox.append(SteerEnvelope(signal_id=signal_id, messages=messages))
+            s.signal_digests[signal_id] = steer_digest(messages)
+
+        self._apply(change)
+        return True
+
+    def record_rejected(
+        self, signal_id: str, signal: Literal["steer", "tool_input", "resolve"], error: ScopeError
+    ) -> None:
+        """Record a refused signal for the snapshot; nothing else changes."""
+        self._state.rejected_signals.append(
+            RejectedSignal(signal_id=signal_id, signal=signal, code=error.code, message=error.message)
+        )
+
+    def pause(self) -> None:
+        """Start nothing new until `resume`; effects in flight continue and settle."""
+        if not self.done:
+            self._state.paused = True
+
+    def resume(self) -> None:
+        self._state.paused = False
+
+    def cancel(self, reason: str = "cancelled by the host") -> None:
+        """End the Interaction as canceled (the driver cancels its children)."""
+        if not self.done:
+            self._state.phase = "canceled"
+            self._state.failure = Failure.of(errors.CANCELED, reason)
+
+    def fail(self, code: str, message: str) -> None:
+        """End the Interaction with a classified failure reported by the driver."""
+        if not self.done:
+            rules.fail(self._state, code, message)
+
+    # --- the loop --------------------------------------------------------------------
+
+    def _next_effects(self, s: InteractionState) -> list[Effect]:
+        if s.phase == "need_model":
+            return self._begin_model_call(s)
+        if s.phase == "model" and s.model is not None and not s.model.emitted:
+            s.model.emitted = True
+            return [CallModel(request=s.model.request)]
+        if s.phase == "round" and s.round is not None:
+            return self._start_calls(s, s.round)
+        return []
+
+    def _begin_model_call(self, s: InteractionState) -> list[Effect]:
+        started = s.next_model_call_seq - 1
+        if s.max_model_calls is not None and started >= s.max_model_calls:
+            rules.fail(
+                s,
+                errors.LIMIT_MODEL_CALLS,
+                f"The model was called {started} times, the limit of this Interaction "
+                f"(max_model_calls={s.max_model_calls}); it had not completed.",
+            )
+            return []
+        manifest = rules.manifest(self.definition, s.advertised)
+        if isinstance(manifest, str):
+            rules.fail(s, errors.HOST_FAILED, manifest)
+            return []
+        applied = [envelope.signal_id for envelope in s.mailbox]
+        for envelope in s.mailbox:
+            s.context.extend(envelope.messages)
+        s.mailbox = []
+        s.applied_signals.extend(applied)
+        seq = s.next_model_call_seq
+        s.next_model_call_seq += 1
+        request = ModelEffectRequest(
+            definition=s.definition,
+            digest=s.digest,
+            process_id=s.process_id,
+            effect_id=model_effect_id(s.process_id, seq),
+            model_call_seq=seq,
+            model=self.definition.model,
+            messages=tuple(s.context),
+            tools=manifest,
+            options=self.definition.options,
+            context_reducer=self.definition.context_reducer,
+            applied_signals=tuple(applied),
+        )
+        s.model = PendingModel(request=request, emitted=True)
+        s.phase = "model"
+        return [CallModel(request=request)]
+
+    def _on_model(self, s: InteractionState, outcome: ModelOutcome) -> None:
+        if s.phase != "model" or s.model is None or not s.model.emitted or s.model.unknown:
+            raise ProtocolError(
+                f"No model effect is in flight (phase {s.phase}); refusing {outcome.kind}."
+            )
+        if outcome.effect_id != s.model.request.effect_id:
+            raise ProtocolError(
+                f"Model settlement for {outcome.effect_id!r}, but {s.model.request.effect_id!r} "
+                "is in flight."
+            )
+        if isinstance(outcome, ModelUnknown):
+            s.model.unknown = True
+            s.model.diagnostic = outcome.diagnostic
+        elif isinstance(outcome, ModelHostFailed):
+            rules.fail(s, errors.HOST_FAILED, outcome.message)
+        elif isinstance(outcome, ModelResponded):
+            self._admit_response(s, outcome.response, outcome.messages_sent)
+        else:  # pragma: no cover - exhaustive over ModelOutcome
+            raise ProtocolError(f"unexpected model outcome {outcome!r}")
+
+    def _admit_response(
+        self, s: InteractionState, response: Response, messages_sent: tuple[Message, ...] | None
+    ) -> None:
+        seq = s.model.request.model_call_seq if s.model is not None else 0
+        if messages_sent is not None:
+            s.context = list(messages_sent)
+        s.model = None
+        s.model_calls += 1
+        message = response.message
+        problem = rules.response_problem(message)
+        if problem is not None:
+            rules.fail(s, errors.MODEL_INVALID_RESPONSE, problem)
+            return
+        calls = message.tool_calls
+        if not calls:
+            s.context.append(message)
+            self._candidate(s, model_response=response)
+        elif response.finish_reason == FinishReason.tool_calls:
+            s.context.append(message)
+            self._open_round(s, seq, calls)
+        elif response.finish_reason == FinishReason.length:
+            s.context.append(message)
+            s.context.append(Message.tool([rejections.not_executed_token_limit(c) for c in calls]))
+            s.phase = "need_model"
+        else:
+            rules.fail(
+                s,
+                errors.MODEL_TOOL_CALLS_NOT_COMPLETED,
+                f"The model asked for {len(calls)} tool call(s) but finished with "
+                f"{response.finish_reason.value!r}; nothing was executed.",
+            )
+
+    def _open_round(self, s: InteractionState, seq: int, calls: list[ToolCall]) -> None:
+        slots = [self._admit_call(s, seq, index, call) for index, call in enumerate(calls)]
+        s.round = OpenRound(model_call_seq=seq, slots=slots)
+        s.phase = "round"
+        self._commit_if_complete(s)
+
+    def _admit_call(self, s: InteractionState, seq: int, index: int, call: ToolCall) -> CallSlot:
+        effect_id = call_effect_id(s.process_id, seq, index)
+        delegate = self.definition.delegate(call.name)
+        if delegate is not None:
+            error = validate_arguments(delegate.input_schema, call.arguments)
+            if error is not None:
+                return rules.rejected_slot(index, call, effect_id, rejections.invalid_arguments(call, error))
+            return CallSlot(
+                index=index,
+                call=call,
+                effect_id=effect_id,
+                target="delegate",
+                process_id=delegate_process_id(s.process_id, seq, index),
+            )
+        spec = rules.bound_tool(self.definition, s.advertised, call.name)
+        if spec is None:
+            return rules.rejected_slot(index, call, effect_id, rejections.not_available(call))
+        if spec.permission not in s.granted:
+            return rules.rejected_slot(
+                index, call, effect_id, rejections.not_authorized(call, spec.permission)
+            )
+        error = validate_arguments(spec.parameters, call.arguments)
+        if error is not None:
+            return rules.rejected_slot(index, call, effect_id, rejections.invalid_arguments(call, error))
+        return CallSlot(
+            index=index,
+            call=call,
+            effect_id=effect_id,
+            target="tool",
+            scheduling=spec.scheduling_class,
+            concurrency_key=spec.concurrency_key,
+            direct_result=spec.direct_result,
+            process_id=tool_call_process_id(s.process_id, seq, index),
+        )
+
+    def _start_calls(self, s: InteractionState, round_: OpenRound) -> list[Effect]:
+        effects: list[Effect] = []
+        for slot in round_.slots:
+            if slot.target == "delegate" and slot.status == "pending":
+                slot.status = "running"
+                effects.append(self._delegate_effect(s, round_.model_call_seq, slot))
+        window = self.definition.max_concurrent_tool_calls
+        for index in startable(round_.slots, window):
+            slot = round_.slots[index]
+            slot.status = "running"
+            spec = rules.bound_tool(self.definition, s.advertised, slot.call.name)
+            assert spec is not None  # admission only lets bound tools through
+            effects.append(
+                StartToolCall(
+                    request=ToolEffectRequest(
+                        definition=s.definition,
+                        digest=s.digest,
+                        process_id=slot.process_id or "",
+                        parent_id=s.process_id,
+                        effect_id=slot.effect_id,
+                        ref=tool_call_ref(s.process_id, round_.model_call_seq, slot.index),
+                        model_call_seq=round_.model_call_seq,
+                        call_index=slot.index,
+                        call=slot.call,
+                        tool=spec,
+                        granted=s.granted,
+                        deferred_tools=tuple(t.name for t in self.definition.tools.deferred),
+                    )
+                )
+            )
+        return effects
+
+    def _delegate_effect(self, s: InteractionState, seq: int, slot: CallSlot) -> StartDelegate:
+        delegate = self.definition.delegate(slot.call.name)
+        assert delegate is not None  # admission only lets bound delegates through
+        arguments = json.loads(slot.call.arguments or "{}")
+        if delegate.input_schema is DEFAULT_DELEGATE_INPUT_SCHEMA:
+            text = str(arguments["task"])
+        else:
+            text = json.dumps(arguments, ensure_ascii=False)
+        granted = frozenset(s.granted)
+        if delegate.capabilities is not None:
+            granted &= delegate.capabilities
+        return StartDelegate(
+            effect_id=slot.effect_id,
+            process_id=slot.process_id or "",
+            ref=tool_call_ref(s.process_id, seq, slot.index),
+            model_call_seq=seq,
+            call_index=slot.index,
+            delegate=delegate.name,
+            definition=delegate.definition,
+            messages=(Message.user(text),),
+            max_model_calls=delegate.max_model_calls,
+            capabilities=tuple(sorted(granted)),
+        )
+
+    def _on_call(self, s: InteractionState, outcome: CallOutcome) -> None:
+        round_ = s.round
+        slot = None
+        if s.phase == "round" and round_ is not None:
+            slot = next((x for x in round_.slots if x.effect_id == outcome.effect_id), None)
+        if round_ is None or slot is None or slot.status != "running":
+            raise ProtocolError(
+                f"No running call has effect id {outcome.effect_id!r}; refusing the settlement "
+                "(a duplicate, or for a call that was never started)."
+            )
+        if isinstance(outcome, CallSettled):
+            if slot.target != "tool":
+                raise ProtocolError(f"Effect {outcome.effect_id!r} is a delegate, not a tool call.")
+            self._settle_tool_slot(slot, outcome)
+        elif isinstance(outcome, DelegateSettled):
+            if slot.target != "delegate":
+                raise ProtocolError(f"Effect {outcome.effect_id!r} is a tool call, not a delegate.")
+            self._settle_delegate_slot(s, round_.model_call_seq, slot, outcome)
+        else:  # pragma: no cover - exhaustive over CallOutcome
+            raise ProtocolError(f"unexpected call outcome {outcome!r}")
+        slot.status = "settled"
+        self._commit_if_complete(s)
+
+    def _settle_tool_slot(self, slot: CallSlot, settled: CallSettled) -> None:
+        outcome = settled.outcome
+        if outcome.result.call_id != slot.call.id:
+            raise ProtocolError(
+                f"Result for call id {outcome.result.call_id!r} settles call {slot.call.id!r}."
+            )
+        if isinstance(outcome, Succeeded):
+            invalid = [n for n in outcome.advertised if n not in self.definition.tools.names
+                       or self.definition.tools.get(n) not in self.definition.tools.deferred]
+            if invalid:
+                outcome = Failed(
+                    result=ToolResult(
+                        call_id=slot.call.id,
+                        name=slot.call.name,
+                        content=f"Cannot advertise {invalid}: not deferred tools of this agent.",
+                        is_error=True,
+                    ),
+                    code=errors.TOOL_EXECUTION_FAILED,
+                )
+        slot.result = outcome.result
+        slot.disposition = outcome.kind
+        if isinstance(outcome, Succeeded):
+            slot.for_user = outcome.for_user
+            slot.output_ref = outcome.ref
+            slot.metadata = outcome.metadata
+            slot.advertised = outcome.advertised
+
+    def _settle_delegate_slot(
+        self, s: InteractionState, seq: int, slot: CallSlot, settled: DelegateSettled
+    ) -> None:
+        call = slot.call
+        if settled.output is not None:
+            text = settled.output.text
+            slot.result = ToolResult(call_id=call.id, name=call.name, content=text)
+            slot.disposition = "succeeded"
+            slot.artifact = Artifact(
+                delegate=call.name,
+                ref=tool_call_ref(s.process_id, seq, slot.index),
+                process_id=slot.process_id or "",
+                text=text,
+                data=settled.output.data,
+            )
+        else:
+            failure = settled.failure or Failure.of(errors.HOST_FAILED, "no output")
+            slot.result = ToolResult(
+                call_id=call.id,
+                name=call.name,
+                content=f"Delegate {call.name!r} failed ({failure.code}): {failure.message}",
+                is_error=True,
+            )
+            slot.disposition = "rejected" if failure.code == errors.DELEGATE_REJECTED else "failed"
+
+    def _commit_if_complete(self, s: InteractionState) -> None:
+        round_ = s.round
+        if round_ is None or any(slot.status != "settled" for slot in round_.slots):
+            return
+        results = [slot.result for slot in round_.slots if slot.result is not None]
+        s.context.append(Message.tool(results))
+        for slot in round_.slots:
+            if slot.disposition == "succeeded":
+                s.advertised.extend(n for n in slot.advertised if n not in s.advertised)
+                if slot.artifact is not None:
+                    s.artifacts.append(slot.artifact)
+        s.rounds.append(
+            RoundResults(
+                process_id=s.process_id,
+                model_call_seq=round_.model_call_seq,
+                entries=tuple(rules.result_entry(s.process_id, round_.model_call_seq, x)
+                              for x in round_.slots),
+            )
+        )
+        s.round = None
+        direct = all(x.target == "tool" and x.direct_result and x.disposition == "succeeded"
+                     for x in round_.slots)
+        if direct:
+            self._candidate(s, direct=tuple(results))
+        else:
+            s.phase = "need_model"
+
+    def _candidate(
+        self,
+        s: InteractionState,
+        *,
+        model_response: Response | None = None,
+        direct: tuple[ToolResult, ...] | None = None,
+    ) -> None:
+        if s.mailbox:
+            s.phase = "need_model"  # a pending steer always gets its model call
+            return
+        source: Literal["model_response", "direct_tool_results"] = (
+            "model_response" if model_response is not None else "direct_tool_results"
+        )
+        text = model_response.message.text if model_response else "\n".join(
+            r.content for r in direct or ()
+        )
+        feedback, data = rules.judge(
+            self.definition,
+            CompletionCandidate(
+                source=source,
+                output_text=text,
+                model_response=model_response,
+                direct_tool_results=direct,
+                context=tuple(s.context),
+                artifacts=tuple(s.artifacts),
+            ),
+        )
+        if feedback is not None:
+            s.context.append(Message.user(feedback))
+            s.phase = "need_model"
+            return
+        s.output = Output(
+            source=source,
+            model_response=model_response,
+            direct_tool_results=direct,
+            model_calls=s.model_calls,
+            artifacts=tuple(s.artifacts),
+            data=data,
+        )
+        s.phase = "completed"
+
+    # --- projection ------------------------------------------------------------------
+
+    def snapshot(self) -> ProcessSnapshot:
+        s = self._state
+        unknown: tuple[UnknownEffect, ...] = ()
+        if s.model is not None and s.model.unknown:
+            unknown = (
+                UnknownEffect(
+                    process_id=s.process_id,
+                    effect_id=s.model.request.effect_id,
+                    kind="model",
+                    request=s.model.request,
+                    ref=None,
+                    diagnostic=s.model.diagnostic,
+                ),
+            )
+        running = [x for x in (s.round.slots if s.round else []) if x.status == "running"]
+        return ProcessSnapshot(
+            process_id=s.process_id,
+            kind="interaction",
+            definition=s.definition,
+            status=self.status,
+            model_calls=s.model_calls,
+            context=tuple(s.context),
+            settled_results=tuple(s.rounds),
+            unknown_effects=unknown,
+            active_delegates=tuple(
+                ActiveDelegate(
+                    process_id=x.process_id or "",
+                    ref=tool_call_ref(s.process_id, s.round.model_call_seq, x.index),
+                    name=x.call.name,
+                )
+                for x in running
+                if x.target == "delegate" and s.round is not None
+            ),
+            active_children=tuple(x.process_id or "" for x in running),
+            artifacts=tuple(s.artifacts),
+            applied_signals=tuple(s.applied_signals),
+            pending_signals=tuple(e.signal_id for e in s.mailbox),
+            rejected_signals=tuple(s.rejected_signals),
+            advertised_tools=tuple(s.advertised),
+            output=s.output,
+            failure=s.failure,
+        )
+
+
+__all__ = ["InteractionMachine", "ResultEntry"]

@@ -1,0 +1,144 @@
+"""Pure rule helpers of the loop: response admission, the manifest, completion judging.
+
+Each function reads the Definition and (part of) the state and never keeps anything;
+`machine.py` decides when they apply.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from scope_temporal.chat import Message, ToolCall, ToolResult
+from scope_temporal.definition import Definition
+from scope_temporal.interaction.snapshot import ResultEntry
+from scope_temporal.interaction.state import CallSlot, InteractionState
+from scope_temporal.models.protocol import ToolDefinition
+from scope_temporal.outputs import CompletionCandidate, Failure
+from scope_temporal.tools.validation import validate_value
+from scope_temporal.tools.spec import ToolSpec
+from scope_temporal.ids import tool_call_ref
+from scope_temporal import errors
+
+
+def fail(s: InteractionState, code: str, message: str) -> None:
+    """Move the state to `failed` with a classified failure."""
+    s.phase = "failed"
+    s.round = None
+    s.model = None
+    s.failure = Failure.of(code, message)
+
+
+def response_problem(message: Message) -> str | None:
+    """Why a structurally valid response breaks the loop's rules, or None."""
+    if message.role != "assistant":
+        return f"The model answered with a {message.role!r} message, not an assistant message."
+    calls = message.tool_calls
+    if not calls and not message.text:
+        return "The model's final reply has no message (no text and no tool calls)."
+    ids = [c.id for c in calls]
+    if any(not i for i in ids):
+        return "A tool call in the response has an empty id."
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        return f"The response repeats tool-call ids {duplicates}; ids must be unique."
+    return None
+
+
+def bound_tool(definition: Definition, advertised: list[str], name: str) -> ToolSpec | None:
+    """The spec the model may call under `name`: ordinary, or deferred once advertised."""
+    for spec in definition.tools.tools:
+        if spec.name == name:
+            return spec
+    if name in advertised:
+        for spec in definition.tools.deferred:
+            if spec.name == name:
+                return spec
+    return None
+
+
+def manifest(definition: Definition, advertised: list[str]) -> tuple[ToolDefinition, ...] | str:
+    """Ordinary tools, then delegates, then advertised deferred tools in advertisement order.
+
+    Returns a problem description instead when an advertised tool is not bound.
+    """
+    entries = [
+        ToolDefinition(name=t.name, description=t.description, parameters=t.parameters)
+        for t in definition.tools.tools
+    ]
+    entries += [
+        ToolDefinition(name=d.name, description=d.description, parameters=d.input_schema)
+        for d in definition.delegates
+    ]
+    deferred = {t.name: t for t in definition.tools.deferred}
+    for name in advertised:
+        spec = deferred.get(name)
+        if spec is None:
+            return f"Advertised tool {name!r} is not bound by Definition {definition.name!r}."
+        entries.append(
+            ToolDefinition(name=spec.name, description=spec.description, parameters=spec.parameters)
+        )
+    return tuple(entries)
+
+
+def rejected_slot(index: int, call: ToolCall, effect_id: str, result: ToolResult) -> CallSlot:
+    """A call settled at admission: model-visible rejected result, no child, no body run."""
+    return CallSlot(
+        index=index,
+        call=call,
+        effect_id=effect_id,
+        target="none",
+        status="settled",
+        result=result,
+        disposition="rejected",
+    )
+
+
+def result_entry(process_id: str, seq: int, slot: CallSlot) -> ResultEntry:
+    assert slot.result is not None and slot.disposition is not None
+    return ResultEntry(
+        call_index=slot.index,
+        call=slot.call,
+        result=slot.result,
+        disposition=slot.disposition,
+        for_user=slot.for_user,
+        ref=slot.output_ref,
+        metadata=slot.metadata,
+        call_ref=tool_call_ref(process_id, seq, slot.index),
+    )
+
+
+def judge(definition: Definition, candidate: CompletionCandidate) -> tuple[str | None, Any]:
+    """Run the output schema and the completion validator on a candidate.
+
+    Returns:
+        `(feedback, data)`: feedback for the model when rejected (None when accepted), and
+        the output parsed against the Definition's output schema (None without one).
+
+    Raises:
+        ScopeError: `interaction.host.failed` when the validator itself raises.
+    """
+    data: Any = None
+    if definition.output_schema is not None:
+        try:
+            data = json.loads(candidate.output_text)
+        except ValueError:
+            return (
+                "Your final answer must be a JSON value matching the output schema "
+                f"{json.dumps(definition.output_schema)}; it was not valid JSON.",
+                None,
+            )
+        problem = validate_value(definition.output_schema, data)
+        if problem is not None:
+            return f"Your final answer does not match the output schema: {problem}", None
+    validator = definition.completion_validator
+    if validator is None:
+        return None, data
+    try:
+        decision = validator(candidate)
+    except Exception as exc:
+        raise errors.ScopeError(
+            f"The completion validator of {definition.name!r} raised {exc!r}.",
+            code=errors.HOST_FAILED,
+        ) from exc
+    return (None, data) if decision.accepted else (decision.feedback or "Rejected.", None)

@@ -1,0 +1,176 @@
+"""Read-only projections of a Process and of the whole tree (what hosts and the UI see)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from scope_temporal.chat import Message, ToolCall, ToolResult
+from scope_temporal.interaction.effects import ModelEffectRequest, ToolEffectRequest
+from scope_temporal.outputs import Artifact, Failure, Output
+from scope_temporal.tools.outcome import Disposition
+
+Status = Literal["running", "waiting", "paused", "completed", "failed", "canceled"]
+ProcessKind = Literal["interaction", "tool_call"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ResultEntry(_Frozen):
+    """One settled call of a round."""
+
+    call_index: int
+    call: ToolCall
+    result: ToolResult
+    """What the model saw."""
+    disposition: Disposition
+    for_user: Any = None
+    """Host/user-only output of the tool (never in the model context)."""
+    ref: str | None = None
+    """The reference a ToolOutput carried."""
+    metadata: dict[str, Any] | None = None
+    call_ref: str
+    """ToolCallRef of the call."""
+
+
+class RoundResults(_Frozen):
+    """The committed results of one model response's batch, in call order."""
+
+    process_id: str
+    model_call_seq: int
+    entries: tuple[ResultEntry, ...]
+
+
+class PendingToolInput(_Frozen):
+    """A tool waiting for an answer from the host."""
+
+    process_id: str
+    wait_id: str
+    prompt: str
+    response_schema: dict[str, Any]
+    ref: str
+
+
+class UnknownEffect(_Frozen):
+    """An Effect whose outcome cannot be proven; only the host can settle it."""
+
+    process_id: str
+    effect_id: str
+    kind: Literal["model", "tool"]
+    request: ModelEffectRequest | ToolEffectRequest
+    ref: str | None
+    diagnostic: str
+
+
+class ActiveDelegate(_Frozen):
+    """A Delegate child that has not ended yet."""
+
+    process_id: str
+    ref: str
+    name: str
+
+
+class RejectedSignal(_Frozen):
+    """A signal the Process refused; it changed nothing."""
+
+    signal_id: str
+    signal: Literal["steer", "tool_input", "resolve"]
+    code: str
+    message: str
+
+
+class ProcessSnapshot(_Frozen):
+    """One Process's view of itself."""
+
+    process_id: str
+    kind: ProcessKind
+    definition: str
+    status: Status
+    model_calls: int = 0
+    context: tuple[Message, ...] = ()
+    settled_results: tuple[RoundResults, ...] = ()
+    pending_tool_inputs: tuple[PendingToolInput, ...] = ()
+    unknown_effects: tuple[UnknownEffect, ...] = ()
+    active_delegates: tuple[ActiveDelegate, ...] = ()
+    active_children: tuple[str, ...] = ()
+    """Ids of the child processes (tool calls and delegates) that have not ended."""
+    artifacts: tuple[Artifact, ...] = ()
+    applied_signals: tuple[str, ...] = ()
+    pending_signals: tuple[str, ...] = ()
+    rejected_signals: tuple[RejectedSignal, ...] = ()
+    advertised_tools: tuple[str, ...] = ()
+    output: Output | None = None
+    failure: Failure | None = None
+    tool_entries: int = 0
+    """For a tool call: how many times the tool body was entered."""
+
+
+class TreeSnapshot(_Frozen):
+    """The whole tree below a root Interaction, assembled from every Process's snapshot.
+
+    `status` is the root's, except that a running tree with any pending input or unknown
+    effect anywhere below reports `waiting`.
+    """
+
+    root: ProcessSnapshot
+    processes: tuple[ProcessSnapshot, ...]
+    """Every Process reached, the root first."""
+
+    @property
+    def status(self) -> Status:
+        if self.root.status == "running" and (self.pending_tool_inputs or self.unknown_effects):
+            return "waiting"
+        return self.root.status
+
+    @property
+    def model_calls(self) -> int:
+        return self.root.model_calls
+
+    @property
+    def context(self) -> tuple[Message, ...]:
+        return self.root.context
+
+    @property
+    def output(self) -> Output | None:
+        return self.root.output
+
+    @property
+    def failure(self) -> Failure | None:
+        return self.root.failure
+
+    @property
+    def artifacts(self) -> tuple[Artifact, ...]:
+        return self.root.artifacts
+
+    @property
+    def settled_results(self) -> list[RoundResults]:
+        return [r for p in self.processes for r in p.settled_results]
+
+    @property
+    def pending_tool_inputs(self) -> list[PendingToolInput]:
+        return [w for p in self.processes for w in p.pending_tool_inputs]
+
+    @property
+    def unknown_effects(self) -> list[UnknownEffect]:
+        return [u for p in self.processes for u in p.unknown_effects]
+
+    @property
+    def active_delegates(self) -> list[ActiveDelegate]:
+        return [d for p in self.processes for d in p.active_delegates]
+
+    @property
+    def rejected_signals(self) -> list[RejectedSignal]:
+        return [r for p in self.processes for r in p.rejected_signals]
+
+    @property
+    def applied_signals(self) -> list[str]:
+        return [s for p in self.processes for s in p.applied_signals]
+
+    def process(self, process_id: str) -> ProcessSnapshot:
+        for p in self.processes:
+            if p.process_id == process_id:
+                return p
+        raise KeyError(process_id)

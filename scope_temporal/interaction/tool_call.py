@@ -1,0 +1,300 @@
+"""The Tool call Process as a pure state machine: one logical call, exactly one settlement.
+
+Theory of operation. The driver (workflow `scope.ToolCall`, or `LocalRunner`) asks
+`next_attempt()` for the attempt to run, runs the tool body once per attempt, and feeds
+the attempt's outcome back with `on_outcome`. Outcomes:
+
+ - succeeded / failed / rejected: definite; the Process is settled and returns it.
+ - input required: the Process waits under a WaitID for `answer`; the answer is validated
+   against the response schema, then the body is re-entered with (state, response).
+ - unknown: the Process holds the Effect until the host settles it (`resolve`); nothing
+   is re-run by the machine.
+
+A paused Process starts no attempt; an answer arriving while paused is accepted and the
+re-entry happens after `resume`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from scope_temporal.errors import (
+    InvalidSignal,
+    InvalidToolInput,
+    NoSuchWait,
+    ProtocolError,
+    ScopeError,
+    SettlementMismatch,
+    SignalConflict,
+)
+from scope_temporal.ids import wait_id
+from scope_temporal.interaction.effects import ToolEffectRequest, ToolSettlement
+from scope_temporal.interaction.snapshot import (
+    PendingToolInput,
+    ProcessSnapshot,
+    RejectedSignal,
+    Status,
+    UnknownEffect,
+)
+from scope_temporal.interaction.steering import content_digest
+from scope_temporal.tools.outcome import (
+    DefiniteOutcome,
+    InputRequired,
+    ToolOutcome,
+    Unknown,
+)
+from scope_temporal.tools.validation import validate_value
+
+T = TypeVar("T")
+
+
+class _State(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OpenWait(_State):
+    wait_id: str
+    prompt: str
+    response_schema: dict[str, Any]
+    state: Any = None
+
+
+class ToolAttempt(_State):
+    """One entry into the tool body."""
+
+    request: ToolEffectRequest
+    entry: int
+    """1 for the first entry, 2 for the first continuation, ..."""
+    has_continuation: bool = False
+    continuation_state: Any = None
+    continuation_response: Any = None
+
+
+class ToolCallState(_State):
+    request: ToolEffectRequest
+    phase: Literal["ready", "running", "waiting", "unknown", "settled", "canceled"] = "ready"
+    paused: bool = False
+    entries: int = 0
+    wait: OpenWait | None = None
+    continuation: tuple[Any, Any] | None = None
+    answers: dict[str, str] = {}
+    """Accepted answer ids -> digest (dedup; reuse with other content is a conflict)."""
+    unknown_code: str = ""
+    diagnostic: str = ""
+    outcome: DefiniteOutcome | None = None
+    rejected_signals: list[RejectedSignal] = []
+
+
+class ToolCallMachine:
+    """The pure Tool call Process."""
+
+    def __init__(self, state: ToolCallState) -> None:
+        self._state = state
+
+    @classmethod
+    def start(cls, request: ToolEffectRequest) -> ToolCallMachine:
+        return cls(ToolCallState(request=request))
+
+    @property
+    def state(self) -> ToolCallState:
+        return self._state.model_copy(deep=True)
+
+    @property
+    def outcome(self) -> DefiniteOutcome | None:
+        """The settlement, once definite."""
+        return self._state.outcome
+
+    @property
+    def status(self) -> Status:
+        phase = self._state.phase
+        if phase == "settled":
+            return "completed"
+        if phase == "canceled":
+            return "canceled"
+        if self._state.paused:
+            return "paused"
+        if phase in ("waiting", "unknown"):
+            return "waiting"
+        return "running"
+
+    def _apply(self, change: Callable[[ToolCallState], T]) -> T:
+        draft = self._state.model_copy(deep=True)
+        result = change(draft)
+        self._state = draft
+        return result
+
+    def next_attempt(self) -> ToolAttempt | None:
+        """The attempt to run now (each returned once), or None."""
+        s = self._state
+        if s.phase != "ready" or s.paused:
+            return None
+
+        def change(d: ToolCallState) -> ToolAttempt:
+            d.entries += 1
+            d.phase = "running"
+            cont = d.continuation
+            d.continuation = None
+            return ToolAttempt(
+                request=d.request,
+                entry=d.entries,
+                has_continuation=cont is not None,
+                continuation_state=cont[0] if cont else None,
+                continuation_response=cont[1] if cont else None,
+            )
+
+        return self._apply(change)
+
+    def on_outcome(self, outcome: ToolOutcome) -> None:
+        """Settle the running attempt with what the activity reported."""
+        if self._state.phase != "running":
+            raise ProtocolError(
+                f"Tool call {self._state.request.process_id!r} has no attempt running "
+                f"(phase {self._state.phase}); refusing {outcome.kind}."
+            )
+
+        def change(d: ToolCallState) -> None:
+            if isinstance(outcome, InputRequired):
+                d.phase = "waiting"
+                d.wait = OpenWait(
+                    wait_id=wait_id(d.request.process_id, d.entries),
+                    prompt=outcome.prompt,
+                    response_schema=outcome.response_schema,
+                    state=outcome.state,
+                )
+            elif isinstance(outcome, Unknown):
+                d.phase = "unknown"
+                d.unknown_code = outcome.code
+                d.diagnostic = outcome.diagnostic
+            else:
+                d.phase = "settled"
+                d.outcome = outcome
+
+        self._apply(change)
+
+    def check_answer(self, wait: str, answer_id: str, response: Any) -> bool:
+        """Validate an answer; True if new, False if an exact duplicate.
+
+        Raises:
+            NoSuchWait: no open wait has that id.
+            SignalConflict: the answer id was used with different content.
+            InvalidToolInput: the response does not match the wait's schema.
+        """
+        s = self._state
+        digest = content_digest([wait, response])
+        if answer_id in s.answers:
+            if s.answers[answer_id] != digest:
+                raise SignalConflict(f"Answer id {answer_id!r} was already used with another answer.")
+            return False
+        if not answer_id:
+            raise InvalidSignal("An answer needs a non-empty id (used to deduplicate).")
+        if s.wait is None or s.wait.wait_id != wait:
+            open_id = s.wait.wait_id if s.wait else None
+            raise NoSuchWait(
+                f"Tool call {s.request.process_id!r} has no open wait {wait!r} "
+                f"(open wait: {open_id!r}). Take the wait id from the snapshot."
+            )
+        problem = validate_value(s.wait.response_schema, response)
+        if problem is not None:
+            raise InvalidToolInput(
+                f"The answer does not match the response schema of wait {wait!r}: {problem}"
+            )
+        return True
+
+    def answer(self, wait: str, answer_id: str, response: Any) -> bool:
+        """Accept a validated answer; the body is re-entered (after resume, if paused)."""
+        if not self.check_answer(wait, answer_id, response):
+            return False
+
+        def change(d: ToolCallState) -> None:
+            assert d.wait is not None
+            d.answers[answer_id] = content_digest([wait, response])
+            d.continuation = (d.wait.state, response)
+            d.wait = None
+            d.phase = "ready"
+
+        self._apply(change)
+        return True
+
+    def check_resolution(self, settlement: ToolSettlement) -> None:
+        s = self._state
+        if s.phase != "unknown":
+            raise SettlementMismatch(
+                f"Tool call {s.request.process_id!r} holds no unknown effect (phase {s.phase})."
+            )
+        if settlement.request != s.request:
+            raise SettlementMismatch(
+                f"The settlement was built from another request (effect "
+                f"{settlement.request.effect_id!r}, definition {settlement.request.definition!r});"
+                f" this tool call's effect is {s.request.effect_id!r}. Build it with "
+                "settle_tool_result(unknown.request, ...)."
+            )
+
+    def resolve(self, settlement: ToolSettlement) -> None:
+        """Apply the host's investigated settlement of the unknown Effect."""
+        self.check_resolution(settlement)
+
+        def change(d: ToolCallState) -> None:
+            d.phase = "settled"
+            d.outcome = settlement.outcome
+
+        self._apply(change)
+
+    def record_rejected(
+        self, signal_id: str, signal: Literal["steer", "tool_input", "resolve"], error: ScopeError
+    ) -> None:
+        self._state.rejected_signals.append(
+            RejectedSignal(signal_id=signal_id, signal=signal, code=error.code, message=error.message)
+        )
+
+    def pause(self) -> None:
+        self._state.paused = True
+
+    def resume(self) -> None:
+        self._state.paused = False
+
+    def cancel(self) -> None:
+        if self._state.phase != "settled":
+            self._state.phase = "canceled"
+
+    def snapshot(self) -> ProcessSnapshot:
+        s = self._state
+        req = s.request
+        waits = ()
+        if s.wait is not None:
+            waits = (
+                PendingToolInput(
+                    process_id=req.process_id,
+                    wait_id=s.wait.wait_id,
+                    prompt=s.wait.prompt,
+                    response_schema=s.wait.response_schema,
+                    ref=req.ref,
+                ),
+            )
+        unknown = ()
+        if s.phase == "unknown":
+            unknown = (
+                UnknownEffect(
+                    process_id=req.process_id,
+                    effect_id=req.effect_id,
+                    kind="tool",
+                    request=req,
+                    ref=req.ref,
+                    diagnostic=f"[{s.unknown_code}] {s.diagnostic}",
+                ),
+            )
+        return ProcessSnapshot(
+            process_id=req.process_id,
+            kind="tool_call",
+            definition=req.definition,
+            status=self.status,
+            pending_tool_inputs=waits,
+            unknown_effects=unknown,
+            rejected_signals=tuple(s.rejected_signals),
+            tool_entries=s.entries,
+        )
+
+
+__all__ = ["ToolAttempt", "ToolCallMachine", "ToolCallState"]

@@ -1,0 +1,81 @@
+"""The model contract: what the framework sends to a model and what it expects back.
+
+Imported on both sides of Temporal (the pure state machine builds `ModelRequest`s, the
+`scope.model` activity hands them to a `Model`), so this module depends only on the
+standard library, pydantic and `scope_temporal.chat`.
+
+Contract of `Model.complete`:
+
+- It is called at most once per model Effect. The framework never retries it, so an
+  adapter must not retry internally either (a retried call may bill and act twice).
+- A returned `Response` is a *definite* settlement and must be exactly what the provider
+  produced; the framework then checks it against the Interaction's rules.
+- Any exception (transport error, HTTP error, timeout, structurally invalid answer) makes
+  the outcome *unknown*: the Effect waits for the host, which may settle it by hand.
+
+Streaming is an adapter concern: an adapter may stream from its provider (for example
+`OpenAIChatModel(stream=True)`), but `complete` still returns one complete Response. The
+framework settles only complete responses; a stream cut short is an exception.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from scope_temporal.chat import Message, Options, Response
+
+__all__ = ["Model", "ModelRequest", "ToolDefinition"]
+
+
+class ToolDefinition(BaseModel):
+    """One tool as advertised to the model (a tool, a delegate or an advertised deferred tool)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    """The name the model calls it by."""
+    description: str = ""
+    """What the model is told the tool does."""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    """JSON schema of the arguments object."""
+
+
+class ModelRequest(BaseModel):
+    """Everything one model call needs; retained verbatim while its Effect is unknown."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    messages: tuple[Message, ...]
+    """The exact messages sent, in order (after any context reducer ran)."""
+    tools: tuple[ToolDefinition, ...] = ()
+    """The advertised tool manifest, in advertisement order; empty means no tools."""
+    options: Options = Options()
+    """Sampling options, passed to the provider unchanged."""
+    model_call_seq: int = Field(default=1, ge=1)
+    """1-based sequence number of this call within its Interaction."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that turns a `ModelRequest` into one `Response`.
+
+    Implementations live on the worker only (they hold clients and secrets) and run in
+    the `scope.model` activity, never inside a workflow.
+    """
+
+    async def complete(self, request: ModelRequest) -> Response:
+        """Call the model once.
+
+        Args:
+            request: the messages, tools and options to send.
+
+        Returns:
+            The provider's complete response, unaltered in substance.
+
+        Raises:
+            Exception: any failure; the framework records the call's outcome as unknown
+                and never retries it.
+        """
+        ...

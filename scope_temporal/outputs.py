@@ -1,0 +1,92 @@
+"""What an Interaction produces: its Output, its Artifacts, or a classified Failure."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from scope_temporal.chat import Message, Response, ToolResult
+from scope_temporal.errors import FailureKind, kind_of
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Artifact(_Frozen):
+    """The typed output of one successful Delegate call."""
+
+    delegate: str
+    """The Delegate binding's name (what the model called)."""
+    ref: str
+    """ToolCallRef of the call that produced it."""
+    process_id: str
+    """Workflow id of the delegate child."""
+    text: str
+    """The delegate's final text (what its parent's model saw)."""
+    data: Any = None
+    """The output parsed as JSON and validated against the child's output schema, if it has one."""
+
+
+class Output(_Frozen):
+    """The accepted result of an Interaction."""
+
+    source: Literal["model_response", "direct_tool_results"]
+    model_response: Response | None = None
+    """The final model response (source `model_response`)."""
+    direct_tool_results: tuple[ToolResult, ...] | None = None
+    """The batch's results in call order (source `direct_tool_results`)."""
+    model_calls: int
+    """Model responses consumed, including any settled by the host."""
+    artifacts: tuple[Artifact, ...] = ()
+    data: Any = None
+    """The final text parsed and validated against the Definition's output schema, if any."""
+
+    @property
+    def text(self) -> str:
+        """The final text: the model's reply, or the direct results joined by newlines."""
+        if self.model_response is not None:
+            return self.model_response.message.text
+        return "\n".join(r.content for r in self.direct_tool_results or ())
+
+
+class Failure(_Frozen):
+    """Why a Process failed: a stable code, its kind and a human-readable message."""
+
+    code: str
+    kind: FailureKind
+    message: str
+
+    @classmethod
+    def of(cls, code: str, message: str) -> Failure:
+        return cls(code=code, kind=kind_of(code), message=message)
+
+
+class CompletionCandidate(_Frozen):
+    """What the completion validator judges. Pure data; the validator must be deterministic."""
+
+    source: Literal["model_response", "direct_tool_results"]
+    output_text: str
+    model_response: Response | None = None
+    direct_tool_results: tuple[ToolResult, ...] | None = None
+    context: tuple[Message, ...]
+    """The working context including the candidate reply."""
+    artifacts: tuple[Artifact, ...] = ()
+
+
+class CompletionDecision(_Frozen):
+    """Accept the candidate, or reject it with feedback the model sees as a user message."""
+
+    accepted: bool
+    feedback: str | None = None
+
+    @classmethod
+    def accept(cls) -> CompletionDecision:
+        return cls(accepted=True)
+
+    @classmethod
+    def reject(cls, feedback: str) -> CompletionDecision:
+        if not feedback:
+            raise ValueError("A rejection needs feedback for the model.")
+        return cls(accepted=False, feedback=feedback)

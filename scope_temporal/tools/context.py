@@ -1,0 +1,179 @@
+"""The per-call context a running tool reads and writes, held in a `contextvars` variable.
+
+The executor activates a context around middleware and body; sync bodies run in a worker
+thread with a copy of it, so every function here works in both. Outside a tool call they
+raise `RuntimeError`.
+
+- `current_tool_call()`: the `ToolInvocation` (ref, effect id, call, continuation...).
+- `require_tool_input(...)`: stop and ask the host for input; the call is re-entered
+  later with `tool_input_continuation() == (state, response)`.
+- `advertise_tools(...)`: stage deferred tools; committed only if the call succeeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from pydantic import BaseModel, ConfigDict
+
+from scope_temporal.chat import ToolCall
+from scope_temporal.tools.failures import ToolFailure
+from scope_temporal.tools.validation import check_schema
+
+__all__ = [
+    "ToolInputRequired",
+    "ToolInvocation",
+    "activate",
+    "advertise_tools",
+    "current_tool_call",
+    "require_tool_input",
+    "tool_input_continuation",
+]
+
+
+class ToolInvocation(BaseModel):
+    """Everything a tool (and its middleware) knows about the call being executed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    process_id: str
+    """Id of the Tool call Process (the ToolCall workflow id when run on Temporal)."""
+    ref: str
+    """ToolCallRef: `"<process id>/<model call seq>/<call index>"` of the logical call."""
+    model_call_seq: int
+    """Sequence number of the model call whose response contained this call."""
+    call_index: int
+    """Position of the call in that response."""
+    call: ToolCall
+    """The call as the model produced it (raw JSON arguments)."""
+    effect_id: str
+    """Stable for this logical call across attempts, recovery and continue-as-new: use it
+    as the idempotency key with external systems."""
+    attempt: int = 1
+    """Which entry of the logical call this is (1 = first); set by the caller."""
+    continuation_state: Any = None
+    """The `state` given to `require_tool_input` (JSON form), on re-entry."""
+    continuation_response: Any = None
+    """The host's validated answer, on re-entry."""
+    has_continuation: bool = False
+    """True on re-entry after an input wait (state and response may both be None)."""
+    deferred_tools: tuple[str, ...] = ()
+    """Deferred tool names this call may advertise."""
+
+
+class ToolInputRequired(Exception):
+    """Raised by `require_tool_input`; the executor turns it into an `InputRequired` outcome.
+
+    Tool code should let it propagate (do not catch it with a bare `except Exception`).
+    """
+
+    def __init__(self, prompt: str, response_schema: dict[str, Any], state: Any) -> None:
+        super().__init__(prompt)
+        self.prompt = prompt
+        self.response_schema = response_schema
+        self.state = state
+
+
+@dataclass
+class _Active:
+    invocation: ToolInvocation
+    advertised: list[str] = field(default_factory=list)
+
+
+_active: ContextVar[_Active] = ContextVar("scope_temporal_tool_call")
+
+
+@contextmanager
+def activate(invocation: ToolInvocation, advertised: list[str]) -> Iterator[None]:
+    """Make `invocation` the current call (executor use only).
+
+    Args:
+        invocation: The call being executed.
+        advertised: The list `advertise_tools` appends to; shared across nested
+            activations of one call so the executor reads it afterwards.
+    """
+    token = _active.set(_Active(invocation, advertised))
+    try:
+        yield
+    finally:
+        _active.reset(token)
+
+
+def current_tool_call() -> ToolInvocation:
+    """The invocation of the tool call running in this context.
+
+    Raises:
+        RuntimeError: called outside a tool body or tool middleware.
+    """
+    return _current().invocation
+
+
+def require_tool_input(prompt: str, response_schema: dict[str, Any], state: Any = None) -> NoReturn:
+    """Stop this call and wait for the host to answer `prompt`.
+
+    The call's outcome becomes `InputRequired`; its Process waits, siblings go on. When
+    the host answers (validated against `response_schema`), the tool is entered again
+    from the start and `tool_input_continuation()` returns `(state, response)`. Side
+    effects before this call happen again on re-entry unless the tool skips them using
+    the continuation state.
+
+    Args:
+        prompt: The question shown to the host/user.
+        response_schema: JSON schema the answer must satisfy.
+        state: JSON-serialisable data handed back on re-entry (integers keep precision).
+
+    Raises:
+        ToolInputRequired: always; let it propagate.
+        DefinitionError: (code `tool.schema_invalid`) `response_schema` is invalid.
+        RuntimeError: called outside a tool call.
+    """
+    _current()
+    check_schema(response_schema)
+    raise ToolInputRequired(prompt, dict(response_schema), state)
+
+
+def tool_input_continuation() -> tuple[Any, Any] | None:
+    """`(state, response)` when this entry answers an input wait; None on first entry.
+
+    Raises:
+        RuntimeError: called outside a tool call.
+    """
+    invocation = _current().invocation
+    if not invocation.has_continuation:
+        return None
+    return invocation.continuation_state, invocation.continuation_response
+
+
+def advertise_tools(*names: str) -> None:
+    """Stage deferred tools to be advertised to the model from its next call.
+
+    The advertisement commits only if this call succeeds; on failure, unknown outcome or
+    input wait nothing is advertised. Staging a name twice is harmless.
+
+    Raises:
+        ToolFailure: a name is not a deferred tool this call may advertise (the call then
+            fails definitely unless the tool handles it; none of `names` is staged).
+        RuntimeError: called outside a tool call.
+    """
+    active = _current()
+    allowed = active.invocation.deferred_tools
+    refused = [name for name in names if name not in allowed]
+    if refused:
+        listed = ", ".join(f"'{name}'" for name in refused)
+        raise ToolFailure(f"cannot advertise {listed}: not a deferred tool of this agent")
+    active.advertised.extend(name for name in dict.fromkeys(names) if name not in active.advertised)
+
+
+def _current() -> _Active:
+    try:
+        return _active.get()
+    except LookupError:
+        raise RuntimeError(
+            "no tool call is running in this context: current_tool_call, require_tool_input, "
+            "tool_input_continuation and advertise_tools work only inside a tool body or "
+            "tool middleware run by the executor"
+        ) from None

@@ -1,0 +1,307 @@
+"""`@tool`: turn a function into a `Tool` — its frozen `ToolSpec` plus the callable body.
+
+Everything is checked when the decorator runs (at import time), so a bad declaration
+fails the worker's start, never a model's call. The decorator itself is pure (no
+`jsonschema` import): a module declaring tools may be imported inside the workflow sandbox.
+
+Sync bodies run in a worker thread (`asyncio.to_thread`) so a blocking tool never stalls
+the event loop that heartbeats the activity; a timeout or cancellation stops waiting for
+such a body but cannot stop the thread itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Generic, ParamSpec, TypeVar, get_args, overload
+
+from pydantic import BaseModel, ValidationError
+
+from scope_temporal.errors import TOOL_SCHEMA_INVALID, DefinitionError
+from scope_temporal.tools.docstrings import summary
+from scope_temporal.tools.middleware import Middleware
+from scope_temporal.tools.schema import arguments_model, parameters_schema
+from scope_temporal.tools.spec import (
+    PERMISSIONS,
+    Execution,
+    Permission,
+    ToolSpec,
+    is_provider_tool_name,
+)
+from scope_temporal.tools.validation import InvalidArguments, decode_arguments
+
+__all__ = ["Tool", "tool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_EXECUTIONS: frozenset[str] = frozenset(get_args(Execution))
+
+
+class Tool(Generic[P, R]):
+    """A tool bound on a worker: its spec, its body and its own middleware.
+
+    Calling a `Tool` calls the original function unchanged (handy in unit tests).
+    Only `spec` goes into Definitions and payloads; the Tool itself stays on the worker.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[P, R],
+        spec: ToolSpec,
+        middleware: tuple[Middleware, ...],
+        arguments: type[BaseModel],
+    ) -> None:
+        self.fn: Callable[P, R] = fn
+        """The decorated function."""
+        self.spec: ToolSpec = spec
+        """The frozen description the model and the scheduler see."""
+        self.middleware: tuple[Middleware, ...] = middleware
+        """The tool's own middleware, in declared order (after the worker's)."""
+        self._call: Callable[..., Any] = fn
+        self._arguments = arguments
+        self._parameters = {
+            field: info.alias or field for field, info in arguments.model_fields.items()
+        }
+        self._is_async = inspect.iscoroutinefunction(fn)
+
+    @property
+    def name(self) -> str:
+        """The name the model calls the tool by."""
+        return self.spec.name
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, permission={self.spec.permission!r})"
+
+    async def invoke(self, arguments_json: str) -> object:
+        """Decode the call's JSON arguments into typed values and run the body once.
+
+        Arguments the model omitted are not passed, so the function's own defaults apply.
+        Pydantic-model parameters are constructed from their JSON objects.
+
+        Args:
+            arguments_json: The raw JSON arguments (already checked against the schema).
+
+        Returns:
+            What the body returned.
+
+        Raises:
+            InvalidArguments: the arguments cannot be turned into the parameter types
+                (the body did not run).
+            Exception: whatever the body raised.
+        """
+        decoded = decode_arguments(arguments_json)
+        try:
+            bound = self._arguments.model_validate(decoded)
+        except ValidationError as exc:
+            raise InvalidArguments(_first_error(exc)) from None
+        kwargs = {self._parameters[f]: getattr(bound, f) for f in bound.model_fields_set}
+        if self._is_async:
+            result: object = await self._call(**kwargs)
+        else:
+            result = await asyncio.to_thread(self._call, **kwargs)
+            if inspect.isawaitable(result):  # e.g. an object with an async __call__
+                result = await result
+        return result
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    permission: Permission = "exec",
+    execution: Execution = "auto",
+    timeout: timedelta | float | None = None,
+    concurrency_key: str | None = None,
+    direct_result: bool = False,
+    deferred: bool = False,
+    schema: Mapping[str, Any] | None = None,
+    middleware: Sequence[Middleware] = (),
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+
+
+def tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    permission: Permission = "exec",
+    execution: Execution = "auto",
+    timeout: timedelta | float | None = None,
+    concurrency_key: str | None = None,
+    direct_result: bool = False,
+    deferred: bool = False,
+    schema: Mapping[str, Any] | None = None,
+    middleware: Sequence[Middleware] = (),
+) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
+    """Declare a tool; usable bare (`@tool`) or with options (`@tool(permission="read")`).
+
+    Args:
+        fn: The function (sync or async) when used bare.
+        name: The model-facing name; defaults to the function's name. Letters, digits,
+            `_` and `-`, at most 64 characters.
+        description: What the model is told; defaults to the docstring's first paragraph.
+        permission: `read`, `write` or `exec` (default: the safest assumption). A Process
+            must hold it for the body to run.
+        execution: `auto` (read -> parallel, others sequential), `parallel`, `sequential`
+            or `exclusive` (alone in its batch).
+        timeout: Limit for one run of the body (timedelta or seconds). Exceeding it makes
+            the outcome unknown (`tool.timeout`), never a retry.
+        concurrency_key: Calls sharing a key never overlap.
+        direct_result: A batch of only such tools that all succeed completes the
+            Interaction with their results, without another model call.
+        deferred: Hidden from the model until a running tool calls `advertise_tools`.
+        schema: An explicit JSON object schema for the arguments instead of the generated
+            one. Arguments must still convert into the parameter types; if they do not,
+            the call is rejected as invalid.
+        middleware: The tool's own middleware, run after the worker's (see `middleware`).
+
+    Returns:
+        The `Tool`, or a decorator producing it.
+
+    Raises:
+        DefinitionError: an invalid name, permission, execution, timeout, schema (code
+            `tool.schema_invalid`), middleware, or a parameter the schema cannot express.
+    """
+    options = _Options(
+        name=name,
+        description=description,
+        permission=permission,
+        execution=execution,
+        timeout=timeout,
+        concurrency_key=concurrency_key,
+        direct_result=direct_result,
+        deferred=deferred,
+        schema=schema,
+        middleware=tuple(middleware),
+    )
+    if fn is None:
+        return options.build
+    return options.build(fn)
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The decorator's arguments, checked and applied to one function."""
+
+    name: str | None
+    description: str | None
+    permission: Permission
+    execution: Execution
+    timeout: timedelta | float | None
+    concurrency_key: str | None
+    direct_result: bool
+    deferred: bool
+    schema: Mapping[str, Any] | None
+    middleware: tuple[Middleware, ...]
+
+    def build(self, fn: Callable[P, R]) -> Tool[P, R]:
+        if isinstance(fn, Tool) or not callable(fn):
+            raise DefinitionError(f"@tool needs a plain function, got {fn!r}")
+        name = self.name if self.name is not None else getattr(fn, "__name__", "")
+        if not isinstance(name, str) or not is_provider_tool_name(name):
+            raise DefinitionError(
+                f"invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-'"
+            )
+        if self.permission not in PERMISSIONS:
+            raise DefinitionError(
+                f"tool {name!r}: unknown permission {self.permission!r} "
+                f"(expected one of {sorted(PERMISSIONS)})"
+            )
+        if self.execution not in _EXECUTIONS:
+            raise DefinitionError(
+                f"tool {name!r}: unknown execution {self.execution!r} "
+                f"(expected one of {sorted(_EXECUTIONS)})"
+            )
+        if not all(callable(m) for m in self.middleware):
+            raise DefinitionError(f"tool {name!r}: every middleware must be an async callable")
+        arguments = arguments_model(fn)
+        parameters = (
+            parameters_schema(arguments)
+            if self.schema is None
+            else _explicit_schema(name, self.schema)
+        )
+        description = self.description
+        try:
+            spec = ToolSpec(
+                name=name,
+                description=summary(inspect.getdoc(fn)) if description is None else description,
+                parameters=parameters,
+                permission=self.permission,
+                execution=self.execution,
+                timeout=_timeout(name, self.timeout),
+                concurrency_key=self.concurrency_key,
+                direct_result=self.direct_result,
+                deferred=self.deferred,
+            )
+        except ValidationError as exc:
+            raise DefinitionError(f"tool {name!r}: {_first_error(exc)}") from None
+        return Tool(fn, spec, self.middleware, arguments)
+
+
+def _explicit_schema(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A plain-JSON copy of an author-given schema after structural checks.
+
+    The full meta-schema check needs `jsonschema`, which is not loaded here (this may run
+    in the workflow sandbox); a schema that passes these checks but is still invalid makes
+    each call's outcome unknown with code `tool.schema_invalid`.
+    """
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        raise DefinitionError(
+            f'tool {name!r}: schema must be a JSON object schema with "type": "object"',
+            code=TOOL_SCHEMA_INVALID,
+        )
+    if not isinstance(schema.get("properties", {}), Mapping):
+        raise DefinitionError(
+            f'tool {name!r}: schema "properties" must be an object', code=TOOL_SCHEMA_INVALID
+        )
+    try:
+        plain: dict[str, Any] = json.loads(json.dumps(schema))
+    except (TypeError, ValueError) as exc:
+        raise DefinitionError(
+            f"tool {name!r}: schema is not JSON: {exc}", code=TOOL_SCHEMA_INVALID
+        ) from None
+    return plain
+
+
+def _timeout(name: str, value: object) -> timedelta | None:
+    if value is None:
+        return None
+    try:
+        if isinstance(value, timedelta):
+            limit = value
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            limit = timedelta(seconds=value)
+        else:
+            raise TypeError
+    except (TypeError, ValueError, OverflowError):
+        raise DefinitionError(
+            f"tool {name!r}: timeout must be a timedelta or seconds, got {value!r}"
+        ) from None
+    if limit <= timedelta(0):
+        raise DefinitionError(f"tool {name!r}: timeout must be positive, got {value!r}")
+    return limit
+
+
+def _first_error(exc: ValidationError) -> str:
+    """`field: reason` for the first pydantic error (plus how many more there are)."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    location = ".".join(str(part) for part in first["loc"])
+    text = f"{location}: {first['msg']}" if location else first["msg"]
+    if len(errors) > 1:
+        text += f" (and {len(errors) - 1} more)"
+    return text

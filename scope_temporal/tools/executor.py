@@ -1,0 +1,186 @@
+"""Run one tool call and classify what happened as exactly one `ToolOutcome`.
+
+Theory of operation, in order (the first step that decides, decides):
+
+1. No tool bound under the called name -> `Rejected(tool.not_found)`.
+2. The tool's permission not granted -> `Rejected(tool.not_authorized)`.
+3. Outer middleware (worker-level first, then the tool's own), around:
+4. Argument check against `spec.parameters` -> `Rejected(tool.input_invalid)`; the body
+   never runs. Then inner middleware, then the body (its arguments converted into the
+   parameter types; a value that does not convert is also `tool.input_invalid`).
+5. What the body (or a middleware) did:
+   - returned -> `Succeeded` (str as is; `ToolOutput` split into model-visible content and
+     host-side extras; anything else as JSON text), with the deferred tools it advertised;
+   - raised `ToolFailure` -> `Failed`: a definite, model-visible error;
+   - called `require_tool_input` -> `InputRequired`;
+   - exceeded `spec.timeout` -> `Unknown(tool.timeout)`;
+   - raised anything else (`HostFailure` included) -> `Unknown(tool.execution_failed)`,
+     or `Unknown(tool.schema_invalid)` when the tool's own schema is not valid.
+
+`asyncio.CancelledError` is never converted: it propagates so the Temporal activity is
+reported cancelled; the caller records that call as unknown. Nothing here retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic_core import to_json
+
+from scope_temporal.chat import ToolCall, ToolResult
+from scope_temporal.errors import (
+    TOOL_EXECUTION_FAILED,
+    TOOL_INPUT_INVALID,
+    TOOL_NOT_AUTHORIZED,
+    TOOL_NOT_FOUND,
+    TOOL_SCHEMA_INVALID,
+    TOOL_TIMEOUT,
+    DefinitionError,
+)
+from scope_temporal.tools.context import ToolInputRequired, ToolInvocation, activate
+from scope_temporal.tools.decorator import Tool
+from scope_temporal.tools.failures import ToolFailure
+from scope_temporal.tools.middleware import Middleware, compose, is_inner
+from scope_temporal.tools.outcome import (
+    Failed,
+    InputRequired,
+    Rejected,
+    Succeeded,
+    ToolOutcome,
+    Unknown,
+)
+from scope_temporal.tools.output import ToolOutput
+from scope_temporal.tools.rejections import (
+    invalid_arguments,
+    not_authorized,
+    not_available,
+    silent_acknowledgement,
+)
+from scope_temporal.tools.validation import InvalidArguments, validate_arguments
+
+__all__ = ["execute_tool"]
+
+_MAX_DIAGNOSTIC_CHARS = 2000
+
+
+async def execute_tool(
+    tool: Tool[..., Any] | None,
+    invocation: ToolInvocation,
+    *,
+    granted: frozenset[str] | None = None,
+    middleware: Sequence[Middleware] = (),
+) -> ToolOutcome:
+    """Execute one tool call once and return its single outcome.
+
+    Args:
+        tool: The tool bound under `invocation.call.name`, or None if there is none.
+        invocation: The call and its identity; current for the body and middleware.
+        granted: Permissions the Process holds; None means every permission.
+        middleware: Worker-level middleware, run before (outside) the tool's own.
+
+    Returns:
+        Exactly one of `Succeeded`, `Failed`, `Rejected`, `InputRequired`, `Unknown`
+        (see the module docstring). Advertised tools are only on `Succeeded`.
+
+    Raises:
+        asyncio.CancelledError: the caller was cancelled; whether the body's side effects
+            happened is unknown, so the caller must record the call as unknown.
+    """
+    call = invocation.call
+    if tool is None:
+        return Rejected(result=not_available(call), code=TOOL_NOT_FOUND)
+    permission = tool.spec.permission
+    if granted is not None and permission not in granted:
+        return Rejected(result=not_authorized(call, permission), code=TOOL_NOT_AUTHORIZED)
+
+    layers = (*middleware, *tool.middleware)
+    advertised: list[str] = []
+
+    async def body(current: ToolInvocation) -> object:
+        with activate(current, advertised):
+            return await tool.invoke(current.call.arguments)
+
+    async def validated(current: ToolInvocation) -> object:
+        error = validate_arguments(tool.spec.parameters, current.call.arguments)
+        if error is not None:
+            raise InvalidArguments(error)
+        return await compose([m for m in layers if is_inner(m)], body)(current)
+
+    run = compose([m for m in layers if not is_inner(m)], validated)
+    limit = tool.spec.timeout
+    deadline = asyncio.timeout(limit.total_seconds() if limit is not None else None)
+    with activate(invocation, advertised):
+        try:
+            async with deadline:
+                value = await run(invocation)
+            return _succeeded(call, value, advertised)
+        except InvalidArguments as exc:
+            return Rejected(result=invalid_arguments(call, exc.error), code=TOOL_INPUT_INVALID)
+        except ToolFailure as exc:
+            return Failed(result=_error_result(call, exc.message), code=TOOL_EXECUTION_FAILED)
+        except ToolInputRequired as request:
+            return _input_required(request)
+        except TimeoutError as exc:
+            if limit is not None and deadline.expired():
+                return Unknown(
+                    code=TOOL_TIMEOUT,
+                    diagnostic=f"TimeoutError: tool '{tool.name}' did not finish within "
+                    f"{limit.total_seconds():g} s",
+                )
+            return _unknown(TOOL_EXECUTION_FAILED, exc)
+        except DefinitionError as exc:
+            code = TOOL_SCHEMA_INVALID if exc.code == TOOL_SCHEMA_INVALID else TOOL_EXECUTION_FAILED
+            return _unknown(code, exc)
+        except Exception as exc:  # HostFailure and every unexpected error: unprovable
+            return _unknown(TOOL_EXECUTION_FAILED, exc)
+
+
+def _succeeded(call: ToolCall, value: object, advertised: list[str]) -> Succeeded:
+    """Convert the body's return value; a value that is not JSON raises (-> unknown)."""
+    if isinstance(value, ToolOutput):
+        result = (
+            silent_acknowledgement(call)
+            if value.silent
+            else ToolResult(call_id=call.id, name=call.name, content=value.for_llm)
+        )
+        return Succeeded(
+            result=result,
+            for_user=_json_form(value.for_user),
+            ref=value.ref,
+            metadata=_json_form(value.metadata),
+            advertised=tuple(advertised),
+        )
+    content = value if isinstance(value, str) else to_json(value).decode()
+    return Succeeded(
+        result=ToolResult(call_id=call.id, name=call.name, content=content),
+        advertised=tuple(advertised),
+    )
+
+
+def _input_required(request: ToolInputRequired) -> InputRequired | Unknown:
+    try:
+        state = _json_form(request.state)
+    except Exception as exc:  # a state that cannot be stored makes re-entry impossible
+        return _unknown(TOOL_EXECUTION_FAILED, exc)
+    return InputRequired(
+        prompt=request.prompt, response_schema=request.response_schema, state=state
+    )
+
+
+def _json_form(value: Any) -> Any:
+    """The value as it will look after crossing a JSON boundary (ints keep precision)."""
+    return None if value is None else json.loads(to_json(value))
+
+
+def _error_result(call: ToolCall, content: str) -> ToolResult:
+    return ToolResult(call_id=call.id, name=call.name, content=content, is_error=True)
+
+
+def _unknown(code: str, exc: BaseException) -> Unknown:
+    diagnostic = f"{type(exc).__name__}: {exc}"
+    if len(diagnostic) > _MAX_DIAGNOSTIC_CHARS:
+        diagnostic = diagnostic[: _MAX_DIAGNOSTIC_CHARS - 3] + "..."
+    return Unknown(code=code, diagnostic=diagnostic)

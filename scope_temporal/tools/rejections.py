@@ -1,0 +1,77 @@
+"""The model-visible texts for calls whose body did not produce the result.
+
+Each function returns the `ToolResult` the model sees for one call. The wording is part
+of the contract (tests and prompts rely on the key phrases): "not available",
+"not authorized", "invalid arguments", "not executed" + "token limit".
+"""
+
+from __future__ import annotations
+
+from scope_temporal.chat import ToolCall, ToolResult
+
+__all__ = [
+    "invalid_arguments",
+    "not_authorized",
+    "not_available",
+    "not_executed_token_limit",
+    "silent_acknowledgement",
+]
+
+_MAX_NAME_CHARS = 100
+
+
+def not_available(call: ToolCall) -> ToolResult:
+    """The call names no tool bound to this agent (disposition `rejected`)."""
+    return _error(
+        call,
+        f"Tool '{_name(call)}' is not available. Available tools are listed in the tool manifest.",
+    )
+
+
+def not_authorized(call: ToolCall, permission: str) -> ToolResult:
+    """The agent was not granted the tool's permission (disposition `rejected`)."""
+    return _error(
+        call,
+        f"Tool '{_name(call)}' is not authorized: "
+        f"this agent was not granted '{permission}' permission.",
+    )
+
+
+def invalid_arguments(call: ToolCall, error: str) -> ToolResult:
+    """The arguments do not fit the tool's schema; it was not run (disposition `rejected`).
+
+    Args:
+        call: The rejected call.
+        error: Which field is wrong and why (see `validation.validate_arguments`).
+    """
+    return _error(
+        call,
+        f"Tool '{_name(call)}' was not run: invalid arguments: {error}. "
+        "Fix the arguments and call it again.",
+    )
+
+
+def not_executed_token_limit(call: ToolCall) -> ToolResult:
+    """The response was cut by the output token limit, so none of its calls ran."""
+    return _error(
+        call,
+        f"Tool call '{_name(call)}' was not executed: the response hit the output token "
+        "limit before the tool calls were complete. Make the call again if it is still needed.",
+    )
+
+
+def silent_acknowledgement(call: ToolCall) -> ToolResult:
+    """What the model sees instead of a `silent` ToolOutput's content (not an error)."""
+    return ToolResult(
+        call_id=call.id, name=call.name, content="Done. The output was delivered to the user."
+    )
+
+
+def _error(call: ToolCall, content: str) -> ToolResult:
+    return ToolResult(call_id=call.id, name=call.name, content=content, is_error=True)
+
+
+def _name(call: ToolCall) -> str:
+    """The called name, shortened: the model may have produced anything there."""
+    name = call.name
+    return name if len(name) <= _MAX_NAME_CHARS else name[: _MAX_NAME_CHARS - 3] + "..."

@@ -1,0 +1,173 @@
+"""Check JSON values against JSON schemas, with short errors written for a model to act on.
+
+`jsonschema` is imported lazily inside the functions: this module is also imported in
+Temporal's workflow sandbox, where only the pure parts may load at import time.
+JSON text is decoded with the standard library, so integers of any size keep their
+exact value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from scope_temporal.errors import TOOL_SCHEMA_INVALID, DefinitionError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from jsonschema.exceptions import SchemaError, ValidationError
+    from jsonschema.protocols import Validator
+
+__all__ = [
+    "InvalidArguments",
+    "check_schema",
+    "decode_arguments",
+    "validate_arguments",
+    "validate_value",
+]
+
+_MAX_ERROR_CHARS = 300
+
+
+class InvalidArguments(Exception):
+    """A call's arguments do not fit the tool; the body must not run.
+
+    Args:
+        error: A short, model-readable reason (which field is wrong and why).
+    """
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def decode_arguments(arguments_json: str) -> dict[str, Any]:
+    """Decode a call's raw JSON arguments into a dict.
+
+    Args:
+        arguments_json: The text the model produced.
+
+    Returns:
+        The decoded object (integers keep full precision).
+
+    Raises:
+        InvalidArguments: the text is not valid JSON (NaN/Infinity included) or not an object.
+    """
+    try:
+        value = json.loads(arguments_json, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise InvalidArguments(f"arguments are not valid JSON ({_shorten(str(exc))})") from None
+    if not isinstance(value, dict):
+        raise InvalidArguments(f"arguments must be a JSON object, not {_json_type(value)}")
+    return value
+
+
+def validate_arguments(schema: Mapping[str, Any], arguments_json: str) -> str | None:
+    """Check a call's raw JSON arguments against a tool's parameter schema.
+
+    Args:
+        schema: The tool's JSON schema (an object schema).
+        arguments_json: The raw JSON text the model produced.
+
+    Returns:
+        None when the arguments are valid; otherwise a short human-readable error naming
+        the offending field and the reason. Invalid JSON and non-objects are errors too.
+
+    Raises:
+        DefinitionError: (code `tool.schema_invalid`) the schema itself is not a valid JSON
+            schema; that is the tool author's fault, not the caller's.
+    """
+    try:
+        arguments = decode_arguments(arguments_json)
+    except InvalidArguments as exc:
+        return exc.error
+    return validate_value(schema, arguments)
+
+
+def validate_value(schema: Mapping[str, Any], value: Any) -> str | None:
+    """Check an already-decoded JSON value (e.g. a tool-input answer) against a schema.
+
+    Args:
+        schema: A JSON schema.
+        value: The decoded value.
+
+    Returns:
+        None when valid; otherwise a short error naming where and why.
+
+    Raises:
+        DefinitionError: (code `tool.schema_invalid`) the schema is not a valid JSON schema.
+    """
+    from jsonschema.exceptions import best_match
+
+    errors = list(_validator(schema).iter_errors(value))
+    if not errors:
+        return None
+    message = _describe(best_match(errors))
+    if len(errors) > 1:
+        others = len(errors) - 1
+        message += f" (and {others} more error{'s' if others > 1 else ''})"
+    return message
+
+
+def check_schema(schema: Mapping[str, Any]) -> None:
+    """Check that a schema is a valid JSON schema (of the draft it declares; default 2020-12).
+
+    Raises:
+        DefinitionError: (code `tool.schema_invalid`) naming what is wrong.
+    """
+    _validator(schema)
+
+
+def _validator(schema: Mapping[str, Any]) -> Validator:
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import Draft202012Validator, validator_for
+
+    if not isinstance(schema, Mapping):
+        raise DefinitionError(
+            f"a JSON schema must be an object, not {type(schema).__name__}",
+            code=TOOL_SCHEMA_INVALID,
+        )
+    plain = dict(schema)
+    cls = validator_for(plain, default=Draft202012Validator)
+    try:
+        cls.check_schema(plain)
+    except SchemaError as exc:
+        raise DefinitionError(
+            f"invalid JSON schema: {_describe(exc)}", code=TOOL_SCHEMA_INVALID
+        ) from None
+    return cls(plain)
+
+
+def _describe(error: ValidationError | SchemaError) -> str:
+    path = _path(error.absolute_path)
+    message = _shorten(str(error.message))
+    return f"{path}: {message}" if path else message
+
+
+def _path(parts: Iterable[str | int]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 3] + "..."
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "null"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")

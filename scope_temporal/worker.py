@@ -1,0 +1,176 @@
+"""ScopeWorker: serves the Interaction and ToolCall workflows and the two activities.
+
+Users register Definitions, tools, models and reducers by name; the worker wires the
+pydantic data converter and the workflow sandbox so users never need to know either exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+from types import TracebackType
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from scope_temporal.activities.model_call import ContextReducer
+from scope_temporal.activities.temporal import ScopeActivities
+from scope_temporal.definition import Definition
+from scope_temporal.errors import DefinitionError
+from scope_temporal.models.protocol import Model
+from scope_temporal.names import DEFAULT_TASK_QUEUE
+from scope_temporal.observers import ObserverFailure, ObserverHub
+from scope_temporal.tools.middleware import Middleware
+from scope_temporal.tools.registry import ToolRegistry
+from scope_temporal.workflows import registry
+from scope_temporal.workflows.interaction import InteractionWorkflow
+from scope_temporal.workflows.tool_call import ToolCallWorkflow
+
+# Passed through the sandbox, each for a reason:
+_PASSTHROUGH = (
+    # our own modules are deterministic and hold the Definition registry, which must be
+    # the very objects the worker registered (not a fresh, empty re-import)
+    "scope_temporal",
+    # pure libraries our workflow code uses: pydantic for every payload, jsonschema (and
+    # its dependencies) to validate arguments and answers; re-importing them per run is slow
+    "pydantic",
+    "pydantic_core",
+    "jsonschema",
+    "jsonschema_specifications",
+    "referencing",
+    "rpds",
+    "attrs",
+    "attr",
+)
+
+
+def with_pydantic_converter(client: Client) -> Client:
+    """The same connection, with the pydantic JSON data converter every payload needs."""
+    if client.data_converter is pydantic_data_converter:
+        return client
+    config = client.config()
+    config["data_converter"] = pydantic_data_converter
+    return Client(**config)
+
+
+def sandbox_runner() -> SandboxedWorkflowRunner:
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*_PASSTHROUGH)
+    )
+
+
+class ScopeWorker:
+    """A Temporal worker serving scope-temporal on one task queue.
+
+    Args:
+        client: a connected Temporal client (any data converter; the pydantic one is used).
+        task_queue: the queue `ScopeClient` starts Interactions on.
+        definitions: every Definition this queue serves, delegates' included.
+        tools: the tool implementations the Definitions bind.
+        models: models by the name Definitions use (`Definition(model="default")`).
+        reducers: context reducers by name.
+        observers: worker-side observers (failures are isolated; see `observer_failures`).
+        middleware: tool middleware applied to every tool, outermost first.
+        sticky_queue_schedule_to_start_timeout: short by default, so after a worker dies
+            an unknown Effect surfaces about one heartbeat timeout + 1 s later.
+
+    Raises:
+        DefinitionError: a Definition binds a tool, model or delegate Definition that is not
+            registered here.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str = DEFAULT_TASK_QUEUE,
+        definitions: Iterable[Definition],
+        tools: Iterable[Any] = (),
+        models: Mapping[str, Model],
+        reducers: Mapping[str, ContextReducer] | None = None,
+        observers: Sequence[Any] = (),
+        middleware: Sequence[Middleware] = (),
+        sticky_queue_schedule_to_start_timeout: timedelta = timedelta(seconds=1),
+        **worker_options: Any,
+    ) -> None:
+        definitions = list(definitions)
+        self.tools = ToolRegistry(list(tools))
+        reducers = dict(reducers or {})
+        _check_bindings(definitions, self.tools, models, reducers)
+        registry.register(task_queue, definitions)
+        self.task_queue = task_queue
+        self.client = with_pydantic_converter(client)
+        self._observers = ObserverHub(list(observers))
+        activities = ScopeActivities(
+            models=models,
+            reducers=reducers,
+            tools=self.tools,
+            middleware=middleware,
+            observers=self._observers,
+        )
+        self.worker = Worker(
+            self.client,
+            task_queue=task_queue,
+            workflows=[InteractionWorkflow, ToolCallWorkflow],
+            activities=[activities.model, activities.tool],
+            workflow_runner=sandbox_runner(),
+            sticky_queue_schedule_to_start_timeout=sticky_queue_schedule_to_start_timeout,
+            **worker_options,
+        )
+
+    @property
+    def observer_failures(self) -> list[ObserverFailure]:
+        """Exceptions raised by observers so far (they never changed a settlement)."""
+        return list(self._observers.failures)
+
+    async def run(self) -> None:
+        """Serve until cancelled or `shutdown()`."""
+        await self.worker.run()
+
+    async def shutdown(self) -> None:
+        await self.worker.shutdown()
+
+    async def __aenter__(self) -> ScopeWorker:
+        await self.worker.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.worker.__aexit__(exc_type, exc, tb)
+
+
+def _check_bindings(
+    definitions: list[Definition],
+    tools: ToolRegistry,
+    models: Mapping[str, Model],
+    reducers: Mapping[str, ContextReducer],
+) -> None:
+    names = {d.name for d in definitions}
+    problems: list[str] = []
+    for definition in definitions:
+        for spec in definition.tools.tools + definition.tools.deferred:
+            if tools.get(spec.name) is None:
+                problems.append(f"{definition.name!r} binds tool {spec.name!r}: pass it in tools=[...]")
+        if definition.model not in models:
+            problems.append(f"{definition.name!r} uses model {definition.model!r}: pass it in models={{...}}")
+        if definition.context_reducer and definition.context_reducer not in reducers:
+            problems.append(
+                f"{definition.name!r} uses reducer {definition.context_reducer!r}: pass it in reducers={{...}}"
+            )
+        for delegate in definition.delegates:
+            if delegate.definition not in names:
+                problems.append(
+                    f"{definition.name!r} delegates to {delegate.definition!r}: pass that Definition too"
+                )
+    if problems:
+        raise DefinitionError("The worker cannot serve these Definitions:\n  " + "\n  ".join(problems))
+
+
+__all__ = ["ScopeWorker", "sandbox_runner", "with_pydantic_converter"]

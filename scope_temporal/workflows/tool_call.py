@@ -1,0 +1,163 @@
+"""Workflow `scope.ToolCall`. Everything here runs inside the workflow: deterministic.
+
+One child per ordinary tool call; it owns that call's Effect. It runs the `scope.tool`
+activity once per entry into the body (never retried), holds an input wait until a valid
+answer arrives, holds an unknown outcome until the host settles it, and returns exactly
+one definite settlement to its parent.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+from scope_temporal import errors, names
+from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.effects import CallSettled, ToolSettlement
+from scope_temporal.interaction.snapshot import ProcessSnapshot
+from scope_temporal.interaction.tool_call import ToolCallMachine
+from scope_temporal.payloads import (
+    ControlInput,
+    ResolveInput,
+    ToolActivityInput,
+    ToolCallInput,
+    ToolInputAnswer,
+)
+from scope_temporal.tools.outcome import (
+    Failed,
+    InputRequired,
+    Rejected,
+    Succeeded,
+    Unknown,
+)
+from scope_temporal.workflows.outcomes import describe_activity_error
+from scope_temporal.workflows.summaries import call_summary
+
+_ONCE = RetryPolicy(maximum_attempts=1)
+
+
+def _scope_error(error: ScopeError) -> Exception:
+    from temporalio.exceptions import ApplicationError
+
+    return ApplicationError(error.message, type=error.code, non_retryable=True)
+
+
+# ScopeError: deterministic framework errors fail the workflow with their code.
+@workflow.defn(name=names.TOOL_CALL_WORKFLOW, failure_exception_types=[ScopeError])
+class ToolCallWorkflow:
+    """The Tool call Process of one logical call."""
+
+    def __init__(self) -> None:
+        self._machine: ToolCallMachine | None = None
+
+    @workflow.run
+    async def run(self, input: ToolCallInput) -> CallSettled:
+        machine = (
+            ToolCallMachine(input.state)
+            if input.state is not None
+            else ToolCallMachine.start(input.request)
+        )
+        self._machine = machine
+        summary = call_summary("tool", input.request.call)
+        while machine.outcome is None:
+            attempt = machine.next_attempt()
+            if attempt is None:
+                self._show(machine)
+                await workflow.wait_condition(
+                    lambda: machine.outcome is not None
+                    or (machine.state.phase == "ready" and not machine.state.paused)
+                )
+                continue
+            self._show(machine)
+            try:
+                outcome = await workflow.execute_activity(
+                    names.TOOL_ACTIVITY,
+                    ToolActivityInput(attempt=attempt, heartbeat=input.heartbeat),
+                    result_type=Succeeded | Failed | Rejected | InputRequired | Unknown,  # type: ignore[arg-type]
+                    start_to_close_timeout=input.start_to_close,
+                    heartbeat_timeout=input.heartbeat,
+                    retry_policy=_ONCE,
+                    summary=summary if attempt.entry == 1 else f"{summary} #{attempt.entry}",
+                )
+            except ActivityError as error:
+                outcome = Unknown(
+                    code=errors.TOOL_EXECUTION_FAILED, diagnostic=describe_activity_error(error)
+                )
+            machine.on_outcome(outcome)
+        self._show(machine)
+        return CallSettled(effect_id=input.request.effect_id, outcome=machine.outcome)
+
+    def _show(self, machine: ToolCallMachine) -> None:
+        snap = machine.snapshot()
+        detail = f"**{snap.status}** · entries {snap.tool_entries}"
+        if snap.pending_tool_inputs:
+            wait = snap.pending_tool_inputs[0]
+            detail += f" · waiting for input `{wait.wait_id}`: {wait.prompt}"
+        if snap.unknown_effects:
+            detail += f" · outcome unknown: {snap.unknown_effects[0].diagnostic}"
+        workflow.set_current_details(detail)
+
+    # --- signals and updates ---------------------------------------------------------
+
+    @workflow.signal(name=names.TOOL_INPUT)
+    def tool_input_signal(self, input: ToolInputAnswer) -> None:
+        machine = self._require_machine()
+        try:
+            machine.answer(input.wait_id, input.answer_id, input.response)
+        except ScopeError as error:
+            machine.record_rejected(input.answer_id, "tool_input", error)
+
+    @workflow.update(name=names.TOOL_INPUT)
+    def tool_input_update(self, input: ToolInputAnswer) -> bool:
+        return self._require_machine().answer(input.wait_id, input.answer_id, input.response)
+
+    @tool_input_update.validator
+    def _validate_tool_input(self, input: ToolInputAnswer) -> None:
+        try:
+            self._require_machine().check_answer(input.wait_id, input.answer_id, input.response)
+        except ScopeError as error:
+            raise _scope_error(error) from None
+
+    @workflow.signal(name=names.RESOLVE)
+    def resolve_signal(self, input: ResolveInput) -> None:
+        machine = self._require_machine()
+        try:
+            if not isinstance(input.settlement, ToolSettlement):
+                raise errors.SettlementMismatch("A model settlement goes to its Interaction.")
+            machine.resolve(input.settlement)
+        except ScopeError as error:
+            machine.record_rejected(input.signal_id, "resolve", error)
+
+    @workflow.update(name=names.RESOLVE)
+    def resolve_update(self, input: ResolveInput) -> None:
+        assert isinstance(input.settlement, ToolSettlement)
+        self._require_machine().resolve(input.settlement)
+
+    @resolve_update.validator
+    def _validate_resolve(self, input: ResolveInput) -> None:
+        try:
+            if not isinstance(input.settlement, ToolSettlement):
+                raise errors.SettlementMismatch(
+                    "A model settlement must be sent to its Interaction (unknown.process_id)."
+                )
+            self._require_machine().check_resolution(input.settlement)
+        except ScopeError as error:
+            raise _scope_error(error) from None
+
+    @workflow.signal(name=names.PAUSE)
+    def pause(self, input: ControlInput | None = None) -> None:
+        self._require_machine().pause()
+
+    @workflow.signal(name=names.RESUME)
+    def resume(self, input: ControlInput | None = None) -> None:
+        self._require_machine().resume()
+
+    @workflow.query(name=names.SNAPSHOT_QUERY)
+    def snapshot(self) -> ProcessSnapshot:
+        return self._require_machine().snapshot()
+
+    def _require_machine(self) -> ToolCallMachine:
+        if self._machine is None:
+            raise errors.ProtocolError("The tool call has not started yet.")
+        return self._machine
