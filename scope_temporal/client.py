@@ -19,6 +19,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError
 
@@ -119,11 +120,9 @@ class ScopeClient:
         track = await self._tracks_status()
         search_attributes = None
         if track:
-            from temporalio.common import TypedSearchAttributes
-
             search_attributes = TypedSearchAttributes(
-                [names.DEFINITION_ATTRIBUTE.value_set(definition),
-                 names.STATUS_ATTRIBUTE.value_set("running")]
+                [SearchAttributePair(names.DEFINITION_ATTRIBUTE, definition),
+                 SearchAttributePair(names.STATUS_ATTRIBUTE, "running")]
             )
         await self.client.start_workflow(
             names.INTERACTION_WORKFLOW,
@@ -274,7 +273,7 @@ class InteractionHandle:
             InteractionCanceled: the Interaction was cancelled.
         """
         try:
-            output = await self._workflow().result(result_type=Output)
+            output = await self.scope.client.get_workflow_handle(self.id, result_type=Output).result()
         except WorkflowFailureError as error:
             cause = error.cause
             if isinstance(cause, CancelledError):

@@ -149,7 +149,7 @@ def test_invalid_explicit_schema_is_a_schema_error(schema: dict[str, Any]) -> No
 
 def test_decorating_twice_or_a_non_callable_is_refused() -> None:
     with pytest.raises(DefinitionError, match="plain function"):
-        tool(bare)  # type: ignore[arg-type]
+        tool(bare)
     with pytest.raises(DefinitionError, match="plain function"):
         tool("text")  # type: ignore[call-overload]
 

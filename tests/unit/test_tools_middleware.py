@@ -48,7 +48,7 @@ def recorder(log: list[str], label: str) -> Middleware:
     return middleware
 
 
-async def test_c26_middleware_runs_in_declared_order_and_schema_validation_precedes_inner_middleware():  # noqa: E501
+async def test_c26_middleware_runs_in_declared_order_and_schema_validation_precedes_inner_middleware() -> None:  # noqa: E501  # fmt: skip
     log: list[str] = []
 
     @tool(middleware=[recorder(log, "tool-outer"), inner(recorder(log, "tool-inner"))])
