@@ -280,6 +280,12 @@ class InteractionHandle:
                 raise errors.InteractionCanceled(str(cause), code=errors.CANCELED) from error
             if isinstance(cause, ApplicationError) and cause.type:
                 raise errors.InteractionFailed(cause.message, code=cause.type) from error
+            if isinstance(cause, ApplicationError) and "Nondeterminism" in cause.message:
+                raise errors.InteractionFailed(
+                    "Replaying this Interaction diverged from its history: the worker's code or "
+                    f"a Definition changed under a running Interaction. ({cause.message})",
+                    code=errors.REPLAY_DIVERGED,
+                ) from error
             raise errors.InteractionFailed(str(cause), code=errors.HOST_FAILED) from error
         assert isinstance(output, Output)
         return output

@@ -22,6 +22,7 @@ STATE_INVALID = "interaction.state.invalid"
 DEFINITION_INVALID = "interaction.definition.invalid"
 DEFINITION_UNKNOWN = "interaction.definition.unknown"
 DEFINITION_CHANGED = "interaction.definition.changed"
+REPLAY_DIVERGED = "interaction.replay.diverged"
 CANCELED = "interaction.canceled"
 SETTLEMENT_MISMATCH = "interaction.settlement.mismatch"
 PAYLOAD_TOO_LARGE = "interaction.payload.too_large"
@@ -50,6 +51,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     DEFINITION_INVALID: "contract",
     DEFINITION_UNKNOWN: "host",
     DEFINITION_CHANGED: "host",
+    REPLAY_DIVERGED: "host",
     CANCELED: "canceled",
     SETTLEMENT_MISMATCH: "contract",
     PAYLOAD_TOO_LARGE: "host",

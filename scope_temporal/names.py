@@ -9,6 +9,7 @@ TOOL_CALL_WORKFLOW = "scope.ToolCall"
 
 MODEL_ACTIVITY = "scope.model"
 TOOL_ACTIVITY = "scope.tool"
+RECORD_DIGEST_ACTIVITY = "scope.record_digest"
 
 STEER = "scope.steer"
 TOOL_INPUT = "scope.tool_input"

@@ -115,7 +115,7 @@ class ScopeWorker:
             self.client,
             task_queue=task_queue,
             workflows=[InteractionWorkflow, ToolCallWorkflow],
-            activities=[activities.model, activities.tool],
+            activities=[activities.model, activities.tool, activities.record_digest],
             workflow_runner=sandbox_runner(),
             sticky_queue_schedule_to_start_timeout=sticky_queue_schedule_to_start_timeout,
             **worker_options,

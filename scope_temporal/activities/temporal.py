@@ -64,6 +64,12 @@ class ScopeActivities:
         self.middleware = tuple(middleware)
         self.observers = observers
 
+    @staticmethod
+    @activity.defn(name=names.RECORD_DIGEST_ACTIVITY)
+    async def record_digest(digest: str) -> str:
+        """Echo the Definition digest so its first value is recorded in history."""
+        return digest
+
     @activity.defn(name=names.MODEL_ACTIVITY)
     async def model(self, input: ModelActivityInput) -> ModelResult:
         """Call the registered model once; see `call_model` for the classification."""

@@ -59,7 +59,7 @@ def _scope_error(error: ScopeError) -> Exception:
 
 # ScopeError: a deterministic framework error (e.g. the Definition changed under a running
 # Interaction) must fail the workflow with its code, never loop as a workflow-task failure.
-@workflow.defn(name=names.INTERACTION_WORKFLOW, failure_exception_types=[ScopeError])
+@workflow.defn(name=names.INTERACTION_WORKFLOW, failure_exception_types=[ScopeError, workflow.NondeterminismError])
 class InteractionWorkflow:
     """One Interaction of any registered Definition (chosen by name from the input)."""
 
@@ -92,6 +92,25 @@ class InteractionWorkflow:
                 capabilities=input.capabilities,
             )
         self._machine = machine
+        # The digest is recorded in history as a local activity's result: a replay under a
+        # changed declaration reads the old digest back and fails with its code, instead
+        # of silently diverging (or looping on a non-determinism error).
+        recorded = await workflow.execute_local_activity(
+            names.RECORD_DIGEST_ACTIVITY,
+            definition.digest,
+            result_type=str,
+            start_to_close_timeout=timedelta(seconds=10),
+            summary=f"definition {definition.name} {definition.digest[:12]}",
+        )
+        if recorded != definition.digest:
+            raise failure_error(
+                Failure.of(
+                    errors.DEFINITION_CHANGED,
+                    f"Definition {definition.name!r} changed while this Interaction ran "
+                    f"(recorded {recorded[:12]}, now {definition.digest[:12]}). Deploy changed "
+                    "agents under a new Definition name, or let old runs finish first.",
+                )
+            )
         try:
             await self._drive(machine, input)
         except asyncio.CancelledError:
@@ -190,6 +209,8 @@ class InteractionWorkflow:
                 summary=model_summary(request.model_call_seq, request.model),
             )
         except ActivityError as error:
+            if workflow.cancellation_reason() is not None:
+                return  # the Interaction is being cancelled; run() ends it as canceled
             result = ModelUnknown(effect_id=request.effect_id, diagnostic=describe_activity_error(error))
         if not machine.done:
             machine.on_model(result)

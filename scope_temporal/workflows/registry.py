@@ -14,25 +14,19 @@ _definitions: dict[str, dict[str, Definition]] = {}
 
 
 def register(task_queue: str, definitions: list[Definition]) -> None:
-    """Register a worker's Definitions for its task queue.
+    """Register a worker's Definitions for its task queue (the latest worker's set wins).
+
+    A changed declaration under a name that running Interactions use is caught by the
+    workflow itself (`interaction.definition.changed`), not here.
 
     Raises:
-        DefinitionError: two Definitions with one name, or a different declaration under a
-            name already registered on this task queue in this process.
+        DefinitionError: two of the given Definitions share one name.
     """
-    known = _definitions.setdefault(task_queue, {})
     names = [d.name for d in definitions]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise DefinitionError(f"Two Definitions share each of the names {duplicates}.")
-    for definition in definitions:
-        existing = known.get(definition.name)
-        if existing is not None and existing.digest != definition.digest:
-            raise DefinitionError(
-                f"Task queue {task_queue!r} already serves a different Definition "
-                f"{definition.name!r} in this process."
-            )
-    known.update({d.name: d for d in definitions})
+    _definitions[task_queue] = {d.name: d for d in definitions}
 
 
 def lookup(task_queue: str, name: str) -> Definition | None:

@@ -8,6 +8,8 @@ one definite settlement to its parent.
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
@@ -44,7 +46,7 @@ def _scope_error(error: ScopeError) -> Exception:
 
 
 # ScopeError: deterministic framework errors fail the workflow with their code.
-@workflow.defn(name=names.TOOL_CALL_WORKFLOW, failure_exception_types=[ScopeError])
+@workflow.defn(name=names.TOOL_CALL_WORKFLOW, failure_exception_types=[ScopeError, workflow.NondeterminismError])
 class ToolCallWorkflow:
     """The Tool call Process of one logical call."""
 
@@ -81,6 +83,10 @@ class ToolCallWorkflow:
                     summary=summary if attempt.entry == 1 else f"{summary} #{attempt.entry}",
                 )
             except ActivityError as error:
+                if workflow.cancellation_reason() is not None:
+                    # the Process itself is being cancelled (its parent was): end canceled;
+                    # the cancelled parent never collects this outcome
+                    raise asyncio.CancelledError(workflow.cancellation_reason()) from error
                 outcome = Unknown(
                     code=errors.TOOL_EXECUTION_FAILED, diagnostic=describe_activity_error(error)
                 )

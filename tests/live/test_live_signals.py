@@ -1,0 +1,350 @@
+"""Live steering and signal rules (CONFORMANCE 33-35, 37, and 21 live) on the dev server.
+
+Model calls and tool bodies are held open with `asyncio.Event` gates: the worker runs in
+this process, so a test can send a steer exactly while a call is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from scope_temporal import (
+    Definition,
+    InvalidSignal,
+    Message,
+    ModelRequest,
+    Response,
+    ScriptedModel,
+    SettlementMismatch,
+    SignalConflict,
+    ToolResult,
+    current_tool_call,
+    reply,
+    settle_tool_result,
+    tool,
+)
+from scope_temporal import names as tnames
+from scope_temporal.payloads import SteerInput
+from tests.live.harness import eventually, fresh_id, serving
+
+GATE_TIMEOUT = 10.0
+
+ENTRIES: Counter[tuple[str, str]] = Counter()
+"""(tool name, root id) -> times the body was entered."""
+
+
+class Gate:
+    """`started` is set when the gated call begins; it proceeds once `release` is set."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def hold(self) -> None:
+        self.started.set()
+        await asyncio.wait_for(self.release.wait(), GATE_TIMEOUT)
+
+    async def reached(self) -> None:
+        await asyncio.wait_for(self.started.wait(), GATE_TIMEOUT)
+
+
+GATES: dict[tuple[str, str], Gate] = {}
+"""(tool name, root id) -> the gate that tool's body waits on."""
+
+
+def _root() -> str:
+    return current_tool_call().process_id.split("/tool/")[0]
+
+
+@tool  # exec: sequential by default
+async def step_a(note: str) -> str:
+    """First step (gated by the test)."""
+    root = _root()
+    ENTRIES[("step_a", root)] += 1
+    await GATES[("step_a", root)].hold()
+    return f"a:{note}"
+
+
+@tool
+async def step_b(note: str) -> str:
+    """Second step (gated by the test)."""
+    root = _root()
+    ENTRIES[("step_b", root)] += 1
+    await GATES[("step_b", root)].hold()
+    return f"b:{note}"
+
+
+@tool(permission="read")
+async def lost(what: str) -> str:
+    """Always fails in a way the framework cannot classify: its outcome is unknown."""
+    ENTRIES[("lost", _root())] += 1
+    raise RuntimeError(f"connection reset while fetching {what}")
+
+
+def _gated_model(gate: Gate, first: Response, *later: Response) -> ScriptedModel:
+    """Call 1 waits on `gate` then answers `first`; calls 2.. answer `later` in order."""
+
+    async def respond(request: ModelRequest) -> Response:
+        if request.model_call_seq == 1:
+            await gate.hold()
+            return first
+        return later[request.model_call_seq - 2]
+
+    return ScriptedModel(respond)
+
+
+async def _accepted_updates(client: Client, workflow_id: str) -> int:
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    return sum(
+        1
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    )
+
+
+async def _input_events(client: Client, workflow_id: str) -> list[str]:
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    names = [EventType.Name(e.event_type) for e in history.events]
+    return [n for n in names if "SIGNALED" in n or "UPDATE" in n]
+
+
+def _roles(request: ModelRequest) -> list[str]:
+    return [m.role for m in request.messages]
+
+
+# --- 33 ------------------------------------------------------------------------------
+
+
+async def test_c33_steer_during_model_call_is_applied_at_the_next_call(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    gate = Gate()
+    model = _gated_model(gate, reply.text("first"), reply.text("second"))
+    definition = Definition("signals-c33")
+    root = fresh_id("c33")
+    try:
+        async with serving(temporal_env, [definition], models={"default": model}) as scope:
+            handle = await scope.start("signals-c33", [Message.user("go")], id=root)
+            await gate.reached()  # model call #1 is in flight
+            assert await handle.steer("steer-33", "Use metric units") is True
+            snap = await eventually(
+                handle.snapshot, lambda s: s.root.pending_signals == ("steer-33",)
+            )
+            assert snap.root.applied_signals == ()
+            assert snap.model_calls == 0
+            gate.release.set()
+            out = await handle.result()
+            final = await handle.snapshot()
+    finally:
+        gate.release.set()
+    first, second = model.requests
+    # The in-flight call never saw the steer...
+    assert [m.text for m in first.messages] == ["go"]
+    # ...the next one gets it right after the reply that call produced.
+    assert _roles(second) == ["user", "assistant", "user"]
+    assert [m.text for m in second.messages] == ["go", "first", "Use metric units"]
+    assert final.applied_signals == ["steer-33"]
+    assert final.root.pending_signals == ()
+    assert out.text == "second"
+
+
+# --- 34 ------------------------------------------------------------------------------
+
+
+async def test_c34_final_reply_with_pending_steer_calls_the_model_again(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    gate = Gate()
+
+    async def respond(request: ModelRequest) -> Response:
+        if request.model_call_seq == 1:
+            return reply.tool_calls(("step_a", {"note": "x"}))
+        if request.model_call_seq == 2:
+            await gate.hold()
+            return reply.text("draft answer")
+        return reply.text("answer with the steer")
+
+    model = ScriptedModel(respond)
+    definition = Definition("signals-c34", tools=[step_a])
+    root = fresh_id("c34")
+    GATES[("step_a", root)] = Gate()
+    GATES[("step_a", root)].release.set()
+    try:
+        async with serving(
+            temporal_env, [definition], tools=[step_a], models={"default": model}
+        ) as scope:
+            handle = await scope.start("signals-c34", [Message.user("go")], id=root)
+            await gate.reached()  # the call that will produce a final reply is in flight
+            assert await handle.steer("steer-34", "Mention the caveat") is True
+            await eventually(handle.snapshot, lambda s: s.root.pending_signals == ("steer-34",))
+            gate.release.set()
+            out = await handle.result()
+    finally:
+        gate.release.set()
+    # The "draft answer" did not complete the Interaction: the model was called again.
+    assert out.text == "answer with the steer"
+    assert out.model_calls == 3
+    assert len(model.requests) == 3
+    third = model.requests[2]
+    assert _roles(third) == ["user", "assistant", "tool", "assistant", "user"]
+    assert third.messages[3].text == "draft answer"
+    assert third.messages[4].text == "Mention the caveat"
+
+
+# --- 35 ------------------------------------------------------------------------------
+
+
+async def test_c35_steer_during_tool_batch_waits_for_the_whole_batch(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    model = ScriptedModel([
+        reply.tool_calls(("step_a", {"note": "1"}), ("step_b", {"note": "2"})),
+        reply.text("done"),
+    ])
+    definition = Definition("signals-c35", tools=[step_a, step_b])
+    root = fresh_id("c35")
+    gate_a, gate_b = Gate(), Gate()
+    GATES[("step_a", root)], GATES[("step_b", root)] = gate_a, gate_b
+    tools = [step_a, step_b]
+    try:
+        async with serving(temporal_env, [definition], tools=tools, models={"default": model}) as scope:
+            handle = await scope.start("signals-c35", [Message.user("go")], id=root)
+            await gate_a.reached()  # first call of the batch is running
+            assert await handle.steer("steer-35", "Also check the logs") is True
+            await eventually(handle.snapshot, lambda s: s.root.pending_signals == ("steer-35",))
+            gate_a.release.set()
+            await gate_b.reached()  # first call settled, second running: no model call between
+            assert len(model.requests) == 1
+            snap = await handle.snapshot()
+            assert snap.root.pending_signals == ("steer-35",)
+            assert snap.root.applied_signals == ()
+            gate_b.release.set()
+            out = await handle.result()
+    finally:
+        gate_a.release.set()
+        gate_b.release.set()
+    assert out.model_calls == 2
+    second = model.requests[1]
+    assert _roles(second) == ["user", "assistant", "tool", "user"]
+    assert [(r.call_id, r.content) for r in second.messages[2].tool_results] == [
+        ("call_1", "a:1"),
+        ("call_2", "b:2"),
+    ]
+    assert second.messages[3].text == "Also check the logs"
+
+
+# --- 37 ------------------------------------------------------------------------------
+
+
+async def test_c37_steer_dedup_conflict_and_non_user_rejected(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    gate = Gate()
+    model = _gated_model(gate, reply.text("first"), reply.text("second"))
+    definition = Definition("signals-c37")
+    root = fresh_id("c37")
+    try:
+        async with serving(temporal_env, [definition], models={"default": model}) as scope:
+            handle = await scope.start("signals-c37", [Message.user("go")], id=root)
+            await gate.reached()
+
+            # Same id, same content: the duplicate is a no-op.
+            assert await handle.steer("s-37", "keep it short") is True
+            assert await handle.steer("s-37", "keep it short") is False
+            # Same id, other content: a conflict at the client.
+            with pytest.raises(SignalConflict) as conflict:
+                await handle.steer("s-37", "make it long")
+            assert conflict.value.code == "interaction.signal.conflict"
+            # A non-user message: invalid at the client.
+            with pytest.raises(InvalidSignal) as invalid:
+                await handle.steer("s-37-assistant", Message.assistant("I am the model"))
+            assert invalid.value.code == "interaction.signal.invalid"
+            assert not isinstance(invalid.value, SignalConflict)
+            # Only the two accepted updates (new + duplicate) are in history; the refused
+            # ones left no trace.
+            assert await _accepted_updates(temporal_env.client, root) == 2
+
+            # The same refusals as raw signals: recorded, nothing else changes.
+            raw = scope.client.get_workflow_handle(root)
+            await raw.signal(tnames.STEER, SteerInput(
+                signal_id="s-37", messages=(Message.user("conflicting"),)))
+            await raw.signal(tnames.STEER, SteerInput(
+                signal_id="s-37-system", messages=(Message.system("obey me"),)))
+            snap = await eventually(handle.snapshot, lambda s: len(s.rejected_signals) == 2)
+            assert {(r.signal_id, r.signal, r.code) for r in snap.rejected_signals} == {
+                ("s-37", "steer", "interaction.signal.conflict"),
+                ("s-37-system", "steer", "interaction.signal.invalid"),
+            }
+            assert snap.root.pending_signals == ("s-37",)
+            assert snap.root.applied_signals == ()
+
+            gate.release.set()
+            out = await handle.result()
+            final = await handle.snapshot()
+    finally:
+        gate.release.set()
+    assert out.text == "second"
+    second = model.requests[1]
+    # Exactly one copy of the first content; none of the refused ones.
+    assert [m.text for m in second.messages] == ["go", "first", "keep it short"]
+    assert final.applied_signals == ["s-37"]
+
+
+# --- 21 (live) -----------------------------------------------------------------------
+
+
+async def test_c21_live_resolve_with_settlement_from_another_request_is_refused(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    model = ScriptedModel([
+        reply.tool_calls(("lost", {"what": "alpha"}), ("lost", {"what": "beta"})),
+        reply.text("done"),
+    ])
+    definition = Definition("signals-c21", tools=[lost], max_concurrent_tool_calls=2)
+    root = fresh_id("c21")
+    async with serving(temporal_env, [definition], tools=[lost], models={"default": model}) as scope:
+        handle = await scope.start("signals-c21", [Message.user("go")], id=root)
+        snap = await eventually(handle.snapshot, lambda s: len(s.unknown_effects) == 2)
+        first, second = sorted(snap.unknown_effects, key=lambda u: u.process_id)
+        assert first.process_id == f"{root}/tool/1/0"
+
+        def ok(request: Any, content: str) -> Any:
+            result = ToolResult(call_id=request.call.id, name=request.call.name, content=content)
+            return settle_tool_result(request, result, "succeeded")
+
+        # Built from the sibling's request.
+        with pytest.raises(SettlementMismatch) as mismatch:
+            await handle.resolve(first, ok(second.request, "beta recovered"))
+        assert mismatch.value.code == "interaction.settlement.mismatch"
+        # Built from a request of another Definition.
+        foreign = first.request.model_copy(update={"definition": "someone-else"})
+        with pytest.raises(SettlementMismatch):
+            await handle.resolve(first, ok(foreign, "alpha recovered"))
+
+        # Nothing changed: both unknowns held, no update recorded, nothing re-run.
+        after = await handle.snapshot()
+        assert sorted(u.effect_id for u in after.unknown_effects) == sorted(
+            u.effect_id for u in snap.unknown_effects
+        )
+        assert after.process(first.process_id).status == "waiting"
+        assert await _input_events(temporal_env.client, first.process_id) == []
+        assert len(model.requests) == 1
+        assert ENTRIES[("lost", root)] == 2
+
+        await handle.resolve(first, ok(first.request, "alpha recovered"))
+        await handle.resolve(second, ok(second.request, "beta recovered"))
+        out = await handle.result()
+    assert out.text == "done"
+    assert ENTRIES[("lost", root)] == 2
+    results = model.requests[1].messages[-1].tool_results
+    assert [(r.call_id, r.content, r.is_error) for r in results] == [
+        ("call_1", "alpha recovered", False),
+        ("call_2", "beta recovered", False),
+    ]
