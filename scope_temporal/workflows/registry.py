@@ -29,8 +29,18 @@ def register(task_queue: str, definitions: list[Definition]) -> None:
     _definitions[task_queue] = {d.name: d for d in definitions}
 
 
+REPLAY_QUEUE = "*"
+"""Definitions registered here serve any task queue: what `Replayer` runs need."""
+
+
 def lookup(task_queue: str, name: str) -> Definition | None:
-    return _definitions.get(task_queue, {}).get(name)
+    found = _definitions.get(task_queue, {}).get(name)
+    return found if found is not None else _definitions.get(REPLAY_QUEUE, {}).get(name)
+
+
+def registered(task_queue: str) -> list[Definition]:
+    """The Definitions a worker registered for `task_queue` in this process."""
+    return list(_definitions.get(task_queue, {}).values())
 
 
 def names(task_queue: str) -> list[str]:

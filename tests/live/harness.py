@@ -18,6 +18,8 @@ T = TypeVar("T")
 
 # Every workflow id a live test started, replayed at the end of the session (CONFORMANCE 42).
 STARTED_IDS: list[str] = []
+# Runs a test made diverge on purpose (a changed Definition): they must not replay.
+DIVERGED_IDS: set[str] = set()
 
 
 @asynccontextmanager
@@ -70,4 +72,4 @@ def fresh_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-__all__ = ["STARTED_IDS", "Client", "eventually", "fresh_id", "serving"]
+__all__ = ["DIVERGED_IDS", "STARTED_IDS", "Client", "eventually", "fresh_id", "serving"]

@@ -7,6 +7,7 @@ so several children can share one model without depending on call interleaving.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -22,6 +23,7 @@ from scope_temporal import (
     Definition,
     DefinitionError,
     Delegate,
+    InteractionHandle,
     Message,
     ModelRequest,
     Output,
@@ -33,6 +35,13 @@ from scope_temporal import (
     tool,
 )
 from tests.live.harness import eventually, fresh_id, serving
+
+RESULT_TIMEOUT = 15.0
+
+
+async def _result(handle: InteractionHandle) -> Output:
+    """The Output, failing fast (not at the session timeout) if the Interaction got stuck."""
+    return await asyncio.wait_for(handle.result(), RESULT_TIMEOUT)
 
 
 @tool(permission="read")
@@ -116,7 +125,7 @@ async def test_c38_mixed_batch_keeps_order_and_each_delegate_gets_its_budget(
     async with serving(temporal_env, [parent, RESEARCHER], tools=[parent_lookup, child_lookup],
                        models=models) as scope:
         handle = await scope.start("dg-c38-parent", [Message.user("go")], id=root)
-        out = await handle.result()
+        out = await _result(handle)
         roomy = await scope.client.get_workflow_handle(
             f"{root}/delegate/1/3", result_type=Output).result()
         tight_status = (await scope.client.get_workflow_handle(
@@ -164,7 +173,7 @@ async def test_c39_delegate_arguments_violating_schema_start_no_child(
     root = fresh_id("c39a")
     async with serving(temporal_env, [parent, WRITER], models=models) as scope:
         handle = await scope.start("dg-c39-parent", [Message.user("go")], id=root)
-        out = await handle.result()
+        out = await _result(handle)
         snap = await handle.snapshot()
         assert await _absent(scope, f"{root}/delegate/1/0")
     assert out.text == "gave up"
@@ -206,7 +215,7 @@ async def test_c39_refused_child_start_is_model_visible(temporal_env: WorkflowEn
     try:
         async with serving(temporal_env, [parent, WRITER], models=models) as scope:
             handle = await scope.start("dg-c39-refused", [Message.user("go")], id=root)
-            out = await handle.result()
+            out = await _result(handle)
             snap = await handle.snapshot()
         assert out.text == "noted"
         [result] = model.requests[1].messages[-1].tool_results
@@ -289,7 +298,7 @@ async def test_c41_delegate_failure_is_model_visible_success_is_an_artifact(
     async with serving(temporal_env, [parent, WRITER, BROKEN], tools=[child_lookup],
                        models=models) as scope:
         handle = await scope.start("dg-c41-parent", [Message.user("go")], id=root)
-        out = await handle.result()
+        out = await _result(handle)
         snap = await eventually(handle.snapshot, lambda s: s.status == "completed")
 
     failed, written = model.requests[1].messages[-1].tool_results

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
@@ -22,6 +23,8 @@ from scope_temporal import (
     Definition,
     InvalidToolInput,
     Message,
+    Output,
+    ScopeClient,
     ScriptedModel,
     TreeSnapshot,
     current_tool_call,
@@ -47,6 +50,13 @@ NUMBER: dict[str, Any] = {
     "required": ["n"],
 }
 BIG = 2**70
+RESULT_TIMEOUT = 15.0
+
+
+async def _result(handle: InteractionHandle) -> Output:
+    """The Output, failing fast (not at the session timeout) if the Interaction got stuck."""
+    return await asyncio.wait_for(handle.result(), RESULT_TIMEOUT)
+
 
 ENTRIES: Counter[tuple[str, str]] = Counter()
 """(tool name, root id) -> times the body was entered."""
@@ -91,6 +101,12 @@ async def tally(label: str) -> str:
     return f"{state['big'] + response['n']}"
 
 
+def _serve(
+    env: WorkflowEnvironment, definition: Definition, model: ScriptedModel, *tools: Any
+) -> AbstractAsyncContextManager[ScopeClient]:
+    return serving(env, [definition], tools=tools, models={"default": model})
+
+
 def _definition(name: str, *tools: Any, concurrency: int = 1) -> Definition:
     return Definition(name, tools=list(tools), max_concurrent_tool_calls=concurrency)
 
@@ -133,7 +149,7 @@ async def test_c27_tool_input_wait_is_listed_in_snapshot(temporal_env: WorkflowE
     model = ScriptedModel([reply.tool_calls(("approve", {"topic": "deploy"})), reply.text("ok")])
     definition = _definition("inputs-c27", approve)
     root = fresh_id("c27")
-    async with serving(temporal_env, [definition], tools=[approve], models={"default": model}) as scope:
+    async with _serve(temporal_env, definition, model, approve) as scope:
         handle = await scope.start("inputs-c27", [Message.user("go")], id=root)
         snap = await _wait_for_input(handle)
         pid = f"{root}/tool/1/0"
@@ -149,7 +165,7 @@ async def test_c27_tool_input_wait_is_listed_in_snapshot(temporal_env: WorkflowE
         assert snap.process(pid).tool_entries == 1
         assert snap.root.active_children == (pid,)
         assert await handle.answer(pending, "a-27", {"approved": True}) is True
-        out = await handle.result()
+        out = await _result(handle)
     assert out.text == "ok"
     assert model.requests[1].messages[-1].tool_results[0].content == "deploy: approved=True"
 
@@ -161,7 +177,7 @@ async def test_c28_bad_answer_raises_and_nothing_is_sent(temporal_env: WorkflowE
     model = ScriptedModel([reply.tool_calls(("approve", {"topic": "db"})), reply.text("ok")])
     definition = _definition("inputs-c28", approve)
     root = fresh_id("c28")
-    async with serving(temporal_env, [definition], tools=[approve], models={"default": model}) as scope:
+    async with _serve(temporal_env, definition, model, approve) as scope:
         handle = await scope.start("inputs-c28", [Message.user("go")], id=root)
         [pending] = (await _wait_for_input(handle)).pending_tool_inputs
 
@@ -197,7 +213,7 @@ async def test_c28_bad_answer_raises_and_nothing_is_sent(temporal_env: WorkflowE
         assert ENTRIES[("approve", root)] == 1
 
         assert await handle.answer(pending, "a-28-good", {"approved": False}) is True
-        out = await handle.result()
+        out = await _result(handle)
     assert out.text == "ok"
     assert model.requests[1].messages[-1].tool_results[0].content == "db: approved=False"
     assert ENTRIES[("approve", root)] == 2
@@ -212,7 +228,7 @@ async def test_c29_raw_bad_answer_signal_is_rejected_and_recorded(
     model = ScriptedModel([reply.tool_calls(("approve", {"topic": "dns"})), reply.text("ok")])
     definition = _definition("inputs-c29", approve)
     root = fresh_id("c29")
-    async with serving(temporal_env, [definition], tools=[approve], models={"default": model}) as scope:
+    async with _serve(temporal_env, definition, model, approve) as scope:
         handle = await scope.start("inputs-c29", [Message.user("go")], id=root)
         [pending] = (await _wait_for_input(handle)).pending_tool_inputs
 
@@ -243,7 +259,7 @@ async def test_c29_raw_bad_answer_signal_is_rejected_and_recorded(
         assert await _activity_starts(temporal_env.client, pending.process_id) == 1
 
         assert await handle.answer(pending, "good", {"approved": True}) is True
-        out = await handle.result()
+        out = await _result(handle)
     assert out.text == "ok"
     assert model.requests[1].messages[-1].tool_results[0].content == "dns: approved=True"
 
@@ -258,8 +274,7 @@ async def test_c30_sibling_completes_while_other_waits(temporal_env: WorkflowEnv
     ])
     definition = _definition("inputs-c30", approve, sibling, concurrency=2)
     root = fresh_id("c30")
-    tools = [approve, sibling]
-    async with serving(temporal_env, [definition], tools=tools, models={"default": model}) as scope:
+    async with _serve(temporal_env, definition, model, approve, sibling) as scope:
         handle = await scope.start("inputs-c30", [Message.user("go")], id=root)
         waiting_pid, sibling_pid = f"{root}/tool/1/0", f"{root}/tool/1/1"
         # The sibling settles (its child ends) while the first call keeps waiting.
@@ -275,7 +290,7 @@ async def test_c30_sibling_completes_while_other_waits(temporal_env: WorkflowEnv
 
         [pending] = snap.pending_tool_inputs
         await handle.answer(pending, "a-30", {"approved": True})
-        out = await handle.result()
+        out = await _result(handle)
     assert out.text == "ok"
     assert ENTRIES[("approve", root)] == 2  # first entry + continuation
     assert ENTRIES[("sibling", root)] == 1  # never re-run
@@ -293,12 +308,12 @@ async def test_c31_continuation_state_and_big_integers(temporal_env: WorkflowEnv
     model = ScriptedModel([reply.tool_calls(("tally", {"label": "widgets"})), reply.text("ok")])
     definition = _definition("inputs-c31", tally)
     root = fresh_id("c31")
-    async with serving(temporal_env, [definition], tools=[tally], models={"default": model}) as scope:
+    async with _serve(temporal_env, definition, model, tally) as scope:
         handle = await scope.start("inputs-c31", [Message.user("go")], id=root)
         [pending] = (await _wait_for_input(handle)).pending_tool_inputs
         assert CONTINUATIONS[root] == [None]  # absent on first entry
         assert await handle.answer(pending, "a-31", {"n": BIG + 1}) is True
-        out = await handle.result()
+        out = await _result(handle)
     assert out.text == "ok"
     first, second = CONTINUATIONS[root]
     assert first is None
@@ -320,7 +335,7 @@ async def test_c32_answer_while_paused_reenters_only_after_resume(
     model = ScriptedModel([reply.tool_calls(("approve", {"topic": "pause"})), reply.text("ok")])
     definition = _definition("inputs-c32", approve)
     root = fresh_id("c32")
-    async with serving(temporal_env, [definition], tools=[approve], models={"default": model}) as scope:
+    async with _serve(temporal_env, definition, model, approve) as scope:
         handle = await scope.start("inputs-c32", [Message.user("go")], id=root)
         [pending] = (await _wait_for_input(handle)).pending_tool_inputs
         pid = pending.process_id
@@ -341,7 +356,7 @@ async def test_c32_answer_while_paused_reenters_only_after_resume(
         assert len(model.requests) == 1
 
         await handle.resume()
-        out = await handle.result()
+        out = await _result(handle)
     assert out.text == "ok"
     assert ENTRIES[("approve", root)] == 2
     assert CONTINUATIONS[root] == [None, ({"topic": "pause"}, {"approved": True})]
@@ -355,7 +370,7 @@ async def test_c36_steer_never_answers_a_tool_input_wait(temporal_env: WorkflowE
     model = ScriptedModel([reply.tool_calls(("approve", {"topic": "cache"})), reply.text("ok")])
     definition = _definition("inputs-c36", approve)
     root = fresh_id("c36")
-    async with serving(temporal_env, [definition], tools=[approve], models={"default": model}) as scope:
+    async with _serve(temporal_env, definition, model, approve) as scope:
         handle = await scope.start("inputs-c36", [Message.user("go")], id=root)
         [pending] = (await _wait_for_input(handle)).pending_tool_inputs
 
@@ -372,7 +387,7 @@ async def test_c36_steer_never_answers_a_tool_input_wait(temporal_env: WorkflowE
         assert snap.root.applied_signals == ()
 
         await handle.answer(pending, "a-36", {"approved": True})
-        out = await handle.result()
+        out = await _result(handle)
         final = await handle.snapshot()
     assert out.text == "ok"
     assert ENTRIES[("approve", root)] == 2

@@ -20,7 +20,7 @@ from scope_temporal import (
     reply,
     tool,
 )
-from tests.live.harness import eventually, serving
+from tests.live.harness import DIVERGED_IDS, eventually, serving
 
 started = asyncio.Event()
 
@@ -82,6 +82,7 @@ async def test_c47_live_a_changed_definition_fails_the_replay_with_its_code(
     async with ScopeWorker(temporal_env.client, task_queue=task_queue, definitions=[v1],
                            models={"default": model}, max_cached_workflows=0):
         handle = await scope.start("agent", "go")
+        DIVERGED_IDS.add(handle.id)
         await eventually(handle.snapshot, lambda s: bool(s.unknown_effects))
     async with ScopeWorker(temporal_env.client, task_queue=task_queue, definitions=[v2],
                            models={"default": model}, max_cached_workflows=0):

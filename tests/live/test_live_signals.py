@@ -17,9 +17,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
     Definition,
+    InteractionHandle,
     InvalidSignal,
     Message,
     ModelRequest,
+    Output,
     Response,
     ScriptedModel,
     SettlementMismatch,
@@ -35,6 +37,13 @@ from scope_temporal.payloads import SteerInput
 from tests.live.harness import eventually, fresh_id, serving
 
 GATE_TIMEOUT = 10.0
+RESULT_TIMEOUT = 15.0
+
+
+async def _result(handle: InteractionHandle) -> Output:
+    """The Output, failing fast (not at the session timeout) if the Interaction got stuck."""
+    return await asyncio.wait_for(handle.result(), RESULT_TIMEOUT)
+
 
 ENTRIES: Counter[tuple[str, str]] = Counter()
 """(tool name, root id) -> times the body was entered."""
@@ -140,7 +149,7 @@ async def test_c33_steer_during_model_call_is_applied_at_the_next_call(
             assert snap.root.applied_signals == ()
             assert snap.model_calls == 0
             gate.release.set()
-            out = await handle.result()
+            out = await _result(handle)
             final = await handle.snapshot()
     finally:
         gate.release.set()
@@ -185,7 +194,7 @@ async def test_c34_final_reply_with_pending_steer_calls_the_model_again(
             assert await handle.steer("steer-34", "Mention the caveat") is True
             await eventually(handle.snapshot, lambda s: s.root.pending_signals == ("steer-34",))
             gate.release.set()
-            out = await handle.result()
+            out = await _result(handle)
     finally:
         gate.release.set()
     # The "draft answer" did not complete the Interaction: the model was called again.
@@ -212,9 +221,9 @@ async def test_c35_steer_during_tool_batch_waits_for_the_whole_batch(
     root = fresh_id("c35")
     gate_a, gate_b = Gate(), Gate()
     GATES[("step_a", root)], GATES[("step_b", root)] = gate_a, gate_b
-    tools = [step_a, step_b]
+    tools, models = [step_a, step_b], {"default": model}
     try:
-        async with serving(temporal_env, [definition], tools=tools, models={"default": model}) as scope:
+        async with serving(temporal_env, [definition], tools=tools, models=models) as scope:
             handle = await scope.start("signals-c35", [Message.user("go")], id=root)
             await gate_a.reached()  # first call of the batch is running
             assert await handle.steer("steer-35", "Also check the logs") is True
@@ -226,7 +235,7 @@ async def test_c35_steer_during_tool_batch_waits_for_the_whole_batch(
             assert snap.root.pending_signals == ("steer-35",)
             assert snap.root.applied_signals == ()
             gate_b.release.set()
-            out = await handle.result()
+            out = await _result(handle)
     finally:
         gate_a.release.set()
         gate_b.release.set()
@@ -286,7 +295,7 @@ async def test_c37_steer_dedup_conflict_and_non_user_rejected(
             assert snap.root.applied_signals == ()
 
             gate.release.set()
-            out = await handle.result()
+            out = await _result(handle)
             final = await handle.snapshot()
     finally:
         gate.release.set()
@@ -309,7 +318,8 @@ async def test_c21_live_resolve_with_settlement_from_another_request_is_refused(
     ])
     definition = Definition("signals-c21", tools=[lost], max_concurrent_tool_calls=2)
     root = fresh_id("c21")
-    async with serving(temporal_env, [definition], tools=[lost], models={"default": model}) as scope:
+    models = {"default": model}
+    async with serving(temporal_env, [definition], tools=[lost], models=models) as scope:
         handle = await scope.start("signals-c21", [Message.user("go")], id=root)
         snap = await eventually(handle.snapshot, lambda s: len(s.unknown_effects) == 2)
         first, second = sorted(snap.unknown_effects, key=lambda u: u.process_id)
@@ -340,7 +350,7 @@ async def test_c21_live_resolve_with_settlement_from_another_request_is_refused(
 
         await handle.resolve(first, ok(first.request, "alpha recovered"))
         await handle.resolve(second, ok(second.request, "beta recovered"))
-        out = await handle.result()
+        out = await _result(handle)
     assert out.text == "done"
     assert ENTRIES[("lost", root)] == 2
     results = model.requests[1].messages[-1].tool_results

@@ -24,6 +24,7 @@ from scope_temporal.interaction.effects import (
     CallSettled,
     ModelResponded,
     ModelSettlement,
+    ModelUnknown,
     StartToolCall,
 )
 from scope_temporal.interaction.machine import InteractionMachine
@@ -810,8 +811,6 @@ def test_c21_interaction_refuses_a_model_settlement_for_another_definition() -> 
     theirs = InteractionMachine.start(Definition("theirs"), "p", [Message.user("go")])
     for machine in (mine, theirs):
         [effect] = machine.next_effects()
-        from scope_temporal.interaction.effects import ModelUnknown
-
         machine.on_model(ModelUnknown(effect_id=effect.request.effect_id, diagnostic="lost"))
     their_request = theirs.snapshot().unknown_effects[0].request
     assert isinstance(their_request, type(mine.snapshot().unknown_effects[0].request))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -373,3 +374,49 @@ async def test_c32_local_run_paused_answer_reenters_only_after_resume() -> None:
     out = await run.result(timeout=WAIT)
     assert out.text == "ok"
     assert entries.seen == [None, (None, {"approved": True})]
+
+
+# --- cancellation while waiting ----------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: ToolCallMachine.cancel() keeps the open wait; check_answer/answer do not "
+    "look at the phase, so an answer revives a canceled call (phase -> ready) and "
+    "next_attempt() re-enters the tool body",
+)
+def test_c44_a_canceled_tool_call_lists_no_wait_and_refuses_answers() -> None:
+    child = waiting_machine({"k": 1})
+    wait = child.snapshot().pending_tool_inputs[0].wait_id
+    child.cancel()
+    assert child.status == "canceled"
+    assert child.snapshot().pending_tool_inputs == ()
+    before = child.state
+    with pytest.raises(ScopeError):
+        child.answer(wait, "a1", {"approved": True})
+    assert child.state == before
+    assert child.next_attempt() is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: after LocalRun.cancel() the tree still lists the pending input and "
+    "answering it re-enters the tool body (ToolCallMachine.cancel keeps the wait)",
+)
+async def test_c44_local_run_cancel_never_reenters_a_waiting_tool() -> None:
+    entries = Entries()
+    ask = asking_tool(entries)
+    definition = Definition("cancel-wait", tools=[ask])
+    runner = runner_for(
+        definition, [ask], [reply.tool_calls(("ask", {"question": "Go?"})), reply.text("ok")]
+    )
+    run = await runner.start("cancel-wait", [Message.user("go")])
+    [pending] = (await run.idle()).pending_tool_inputs
+    await run.cancel()
+    assert run.snapshot().status == "canceled"
+    with contextlib.suppress(ScopeError):  # refusing the answer is the right outcome
+        await run.answer(pending, "a1", {"approved": True})
+    for _ in range(5):
+        await asyncio.sleep(0.01)
+    assert entries.seen == [None]
+    assert run.snapshot().pending_tool_inputs == []

@@ -1,0 +1,124 @@
+"""Load an app module: the Definitions, tools and models a worker serves.
+
+An app module exposes `definitions`, `tools` and either `models` (a mapping) or a
+`build_models()` function. The default is the reference app (`workflows`, with its tools in
+`activities`), loaded from the project root; the SDK never imports it otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import click
+
+from scope_temporal.definition import Definition
+from scope_temporal.models.protocol import Model
+
+REFERENCE_APP = "workflows"
+"""Module of the reference app (top-level `workflows/` beside `activities/`)."""
+
+
+@dataclass(frozen=True)
+class App:
+    """What a worker serves."""
+
+    module: str
+    definitions: list[Definition]
+    tools: list[Any]
+    models: dict[str, Model]
+    prompt: str | None
+    """The app's suggested first prompt (`DEMO_PROMPT`), if it has one."""
+
+    def model_lines(self) -> list[str]:
+        """One line per model: its name and what it is (its `label`, or its type)."""
+        return [f"{name}: {describe_model(model)}" for name, model in self.models.items()]
+
+
+def describe_model(model: Model) -> str:
+    label = getattr(model, "label", None)
+    return str(label) if label else type(model).__name__
+
+
+def project_root(start: Path | None = None) -> Path | None:
+    """The folder holding the reference app: the working directory or one of its parents,
+    else the source checkout this package is installed from (an editable install)."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if _holds_reference_app(folder):
+            return folder
+    checkout = Path(__file__).resolve().parents[2]
+    return checkout if _holds_reference_app(checkout) else None
+
+
+def _holds_reference_app(folder: Path) -> bool:
+    return (folder / "workflows" / "__init__.py").is_file() and (
+        folder / "activities" / "__init__.py"
+    ).is_file()
+
+
+def load_app(module_name: str | None = None) -> App:
+    """Import an app module and collect what it serves.
+
+    The working directory is importable; for the reference app the project root is too.
+
+    Raises:
+        click.ClickException: the module cannot be imported or lacks what a worker needs.
+    """
+    name = module_name or REFERENCE_APP
+    _importable(Path.cwd())
+    if module_name is None:
+        root = project_root()
+        if root is None:
+            raise click.ClickException(
+                "the reference app (workflows/ and activities/) was not found here or in a "
+                "parent folder; run from the scope-temporal checkout or pass --app my.module"
+            )
+        _importable(root)
+    try:
+        module = importlib.import_module(name)
+    except ImportError as error:
+        raise click.ClickException(
+            f"cannot import the app module {name!r}: {error}. Run from your project's root "
+            "folder or make the module importable (PYTHONPATH)."
+        ) from None
+    return _collect(module)
+
+
+def _importable(folder: Path) -> None:
+    entry = str(folder)
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+
+
+def _collect(module: ModuleType) -> App:
+    name = module.__name__
+    definitions = list(getattr(module, "definitions", None) or ())
+    if not definitions or not all(isinstance(d, Definition) for d in definitions):
+        raise click.ClickException(
+            f"app module {name!r} must define `definitions`: a list of scope_temporal.Definition"
+        )
+    models: Any = getattr(module, "models", None)
+    if models is None and callable(getattr(module, "build_models", None)):
+        models = module.build_models()
+    if not isinstance(models, Mapping) or not models:
+        raise click.ClickException(
+            f"app module {name!r} must define `models` (a dict name -> Model) or "
+            "`build_models()` returning one"
+        )
+    prompt = getattr(module, "DEMO_PROMPT", None)
+    return App(
+        module=name,
+        definitions=definitions,
+        tools=list(getattr(module, "tools", None) or ()),
+        models=dict(models),
+        prompt=prompt if isinstance(prompt, str) else None,
+    )
+
+
+__all__ = ["REFERENCE_APP", "App", "describe_model", "load_app", "project_root"]

@@ -1,0 +1,187 @@
+"""Connection options shared by every command that talks to Temporal, and the async runner.
+
+The options read the same environment variables as Temporal's own CLI, so one set of
+variables configures both: `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`,
+`TEMPORAL_TLS_CERT` / `TEMPORAL_TLS_KEY` (mTLS), `TEMPORAL_TLS_CA`, `TEMPORAL_TLS`.
+`SCOPE_TASK_QUEUE` picks the task queue the worker serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import signal
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from temporalio.client import Client
+from temporalio.service import TLSConfig
+
+from scope_temporal.client import ScopeClient
+from scope_temporal.names import DEFAULT_TASK_QUEUE
+
+T = TypeVar("T")
+
+DEFAULT_ADDRESS = "localhost:7233"
+
+
+_connected = False
+
+
+def connected() -> bool:
+    """Whether this process has made a Temporal client (see `scope_temporal.cli.main`)."""
+    return _connected
+
+
+def note_connected() -> None:
+    global _connected
+    _connected = True
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where the command connects: a Temporal frontend, a namespace, a task queue."""
+
+    address: str
+    namespace: str
+    task_queue: str
+
+    async def client(self, *, timeout: float = 10.0) -> Client:
+        """A connected Temporal client.
+
+        Raises:
+            click.ClickException: the server cannot be reached (with what to do about it).
+        """
+        note_connected()
+        try:
+            return await asyncio.wait_for(
+                Client.connect(self.address, namespace=self.namespace, **tls_options()),
+                timeout,
+            )
+        except (RuntimeError, OSError, TimeoutError) as error:
+            raise click.ClickException(
+                f"cannot reach Temporal at {self.address} (namespace {self.namespace}): "
+                f"{error or 'timed out'}.\n  Start a local server with `scope-temporal dev`, "
+                "or point --address / TEMPORAL_ADDRESS at your cluster."
+            ) from None
+
+    def args(self) -> list[str]:
+        """The options naming this server, for commands printed for the user to run."""
+        args: list[str] = []
+        if self.address != DEFAULT_ADDRESS and self.address != os.environ.get("TEMPORAL_ADDRESS"):
+            args += ["--address", self.address]
+        if self.namespace != "default" and self.namespace != os.environ.get("TEMPORAL_NAMESPACE"):
+            args += ["--namespace", self.namespace]
+        return args
+
+    async def scope(self) -> ScopeClient:
+        return ScopeClient(await self.client(), task_queue=self.task_queue)
+
+
+def tls_options() -> dict[str, Any]:
+    """`Client.connect` keyword arguments for TLS / API-key auth, from the environment.
+
+    Raises:
+        click.ClickException: only one of the mTLS certificate and key is set, or a file
+            cannot be read.
+    """
+    api_key = os.environ.get("TEMPORAL_API_KEY") or None
+    cert = os.environ.get("TEMPORAL_TLS_CERT") or None
+    key = os.environ.get("TEMPORAL_TLS_KEY") or None
+    ca = os.environ.get("TEMPORAL_TLS_CA") or None
+    force = os.environ.get("TEMPORAL_TLS", "").lower() in {"1", "true", "yes", "on"}
+    if bool(cert) != bool(key):
+        raise click.ClickException("set both TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY for mTLS")
+    options: dict[str, Any] = {}
+    if cert or ca:
+        options["tls"] = TLSConfig(
+            client_cert=_read(cert) if cert else None,
+            client_private_key=_read(key) if key else None,
+            server_root_ca_cert=_read(ca) if ca else None,
+        )
+    elif api_key or force:
+        options["tls"] = True
+    if api_key:
+        options["api_key"] = api_key
+    return options
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as error:
+        raise click.ClickException(f"cannot read {path}: {error.strerror}") from None
+
+
+def connection_options(fn: Callable[..., T]) -> Callable[..., T]:
+    """Add `--address`, `--namespace` and `--task-queue`; the command receives `connection`."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, address: str, namespace: str, task_queue: str, **kwargs: Any) -> T:
+        return fn(*args, connection=Connection(address, namespace, task_queue), **kwargs)
+
+    options = (
+        click.option(
+            "--address", envvar="TEMPORAL_ADDRESS", default=DEFAULT_ADDRESS, show_default=True,
+            metavar="HOST:PORT", help="Temporal frontend [env TEMPORAL_ADDRESS].",
+        ),
+        click.option(
+            "--namespace", envvar="TEMPORAL_NAMESPACE", default="default", show_default=True,
+            help="Temporal namespace [env TEMPORAL_NAMESPACE].",
+        ),
+        click.option(
+            "--task-queue", envvar="SCOPE_TASK_QUEUE", default=DEFAULT_TASK_QUEUE,
+            show_default=True, help="Task queue the worker serves [env SCOPE_TASK_QUEUE].",
+        ),
+    )
+    decorated: Callable[..., T] = command
+    for option in reversed(options):
+        decorated = option(decorated)
+    return decorated
+
+
+def run_async(main: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine; Ctrl-C ends it with exit code 130 and no traceback."""
+    try:
+        return asyncio.run(main)
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted", err=True)
+        raise click.exceptions.Exit(130) from None
+
+
+async def wait_for_stop() -> None:
+    """Return on SIGINT (Ctrl-C) or SIGTERM, so long-running commands can shut down cleanly."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals
+            pass
+    try:
+        await stop.wait()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+QUERY_TIMEOUT = timedelta(seconds=8)
+
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "QUERY_TIMEOUT",
+    "Connection",
+    "connected",
+    "connection_options",
+    "note_connected",
+    "run_async",
+    "tls_options",
+    "wait_for_stop",
+]

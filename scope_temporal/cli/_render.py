@@ -1,0 +1,289 @@
+"""Text for people: calls, results, waits, unknown effects and the whole snapshot tree."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from scope_temporal.chat import Message, ToolCall
+from scope_temporal.interaction.snapshot import (
+    PendingToolInput,
+    ProcessSnapshot,
+    ResultEntry,
+    TreeSnapshot,
+    UnknownEffect,
+)
+from scope_temporal.outputs import Output
+
+_CHILD = re.compile(r"/(tool|delegate)/(\d+)/(\d+)$")
+MARKS = {"succeeded": "✓", "failed": "✗", "rejected": "⊘"}
+INDENT = "  "
+
+
+def shorten(text: str, limit: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def call_label(call: ToolCall, limit: int = 36) -> str:
+    """`search_logs(query="ERROR")`; raw text when the arguments are not a JSON object."""
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        return f"{call.name}({shorten(call.arguments, limit)})"
+    shown = ", ".join(
+        f"{key}={shorten(json.dumps(value, ensure_ascii=False), limit)}"
+        for key, value in arguments.items()
+    )
+    return f"{call.name}({shown})"
+
+
+def child_position(process_id: str) -> tuple[str, int, int] | None:
+    """`("tool" | "delegate", model call seq, call index)` of a child process id."""
+    match = _CHILD.search(process_id)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2)), int(match.group(3))
+
+
+def responses(process: ProcessSnapshot) -> list[Message]:
+    """The process's model responses in order (response k answered model call k)."""
+    return [m for m in process.context if m.role == "assistant"]
+
+
+def call_of(tree: TreeSnapshot, process_id: str) -> ToolCall | None:
+    """The call a child process (tool call or delegate) runs, from its parent's context."""
+    position = child_position(process_id)
+    if position is None:
+        return None
+    parent_id = process_id[: _CHILD.search(process_id).start()]  # type: ignore[union-attr]
+    try:
+        parent = tree.process(parent_id)
+    except KeyError:
+        return None
+    _, seq, index = position
+    answers = responses(parent)
+    if seq > len(answers) or index >= len(answers[seq - 1].tool_calls):
+        return None
+    return answers[seq - 1].tool_calls[index]
+
+
+def depth(process_id: str) -> int:
+    return process_id.count("/delegate/")
+
+
+def model_line(seq: int, message: Message) -> str:
+    """What a model response decided: calls, or a reply."""
+    if message.tool_calls:
+        return f"model #{seq} → " + ", ".join(call_label(c, 24) for c in message.tool_calls)
+    first = message.text.strip().splitlines()[0] if message.text.strip() else ""
+    return f"model #{seq} → reply: {shorten(first, 60)}"
+
+
+def result_line(entry: ResultEntry, *, delegate: bool = False) -> str:
+    mark = MARKS.get(entry.disposition, "·")
+    detail = entry.for_user if isinstance(entry.for_user, str) else None
+    if detail is None:
+        lines = entry.result.content.strip().splitlines()
+        detail = lines[0] if lines else ""
+    what = call_label(entry.call, 24)
+    if delegate:
+        what += " (delegate)"
+    return f"{mark} {what} {entry.disposition} · {shorten(detail, 60)}"
+
+
+def schema_hint(schema: dict[str, Any]) -> str:
+    """`{"approved": boolean, "note": string} (required: approved)` for object schemas."""
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, dict):
+        return json.dumps(schema)
+    fields = ", ".join(f'"{key}": {_type_name(value)}' for key, value in properties.items())
+    required = schema.get("required") or []
+    return "{" + fields + "}" + (f" (required: {', '.join(required)})" if required else "")
+
+
+def _type_name(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    if "enum" in schema:
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    kind = schema.get("type", "any")
+    return " | ".join(kind) if isinstance(kind, list) else str(kind)
+
+
+def example_answer(schema: dict[str, Any]) -> str:
+    """A JSON value with the schema's shape, to show what an answer looks like."""
+    return json.dumps(_example(schema), ensure_ascii=False)
+
+
+def _example(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "object":
+        return {k: _example(v) for k, v in (schema.get("properties") or {}).items()}
+    return {"boolean": True, "string": "...", "integer": 1, "number": 1, "array": []}.get(
+        str(kind)
+    )
+
+
+def answer_command(root_id: str, wait: PendingToolInput, extra: Sequence[str] = ()) -> str:
+    """The command that answers a wait, with an example answer of the schema's shape."""
+    return shlex.join(["scope-temporal", "answer", root_id, wait.wait_id,
+                       example_answer(wait.response_schema), *extra])
+
+
+def resolve_command(root_id: str, unknown: UnknownEffect, extra: Sequence[str] = ()) -> str:
+    """The command that settles an unknown effect, with a placeholder result.
+
+    Args:
+        extra: connection options to append (e.g. `--address host:port`).
+    """
+    if unknown.kind == "tool":
+        placeholder = ["--result", "what you established", "--disposition", "succeeded"]
+    else:
+        placeholder = ["--result", "the reply the model gave"]
+    return shlex.join(["scope-temporal", "resolve", root_id, unknown.effect_id, *placeholder,
+                       *extra])
+
+
+def unknown_label(unknown: UnknownEffect) -> str:
+    request = unknown.request
+    if request.kind == "tool":
+        return f"tool {call_label(request.call, 24)}"
+    return f"model call #{request.model_call_seq} of {request.definition}"
+
+
+def output_lines(output: Output) -> list[str]:
+    lines = output.text.strip().splitlines() or ["(empty reply)"]
+    lines.append(f"({output.source.replace('_', ' ')}, {output.model_calls} model call(s)"
+                 + (f", {len(output.artifacts)} artifact(s))" if output.artifacts else ")"))
+    return lines
+
+
+# --- the whole tree ----------------------------------------------------------------------
+
+
+def render_tree(tree: TreeSnapshot, extra: Sequence[str] = ()) -> list[str]:
+    """The snapshot as an indented tree: each model call, its calls and their results,
+    what is running or waiting, unknown effects (with the command to resolve them), output.
+
+    Args:
+        extra: connection options appended to the commands shown.
+    """
+    root = tree.root
+    lines = [f"{root.process_id} · {root.definition} · {tree.status} · "
+             f"{root.model_calls} model call(s)"]
+    lines += _Tree(tree, tuple(extra)).body(root, 1)
+    return lines
+
+
+class _Tree:
+    def __init__(self, tree: TreeSnapshot, extra: tuple[str, ...]) -> None:
+        self.tree = tree
+        self.root_id = tree.root.process_id
+        self.extra = extra
+
+    def body(self, process: ProcessSnapshot, level: int) -> list[str]:
+        return _process_body(self, process, level)
+
+
+def _process_body(t: _Tree, process: ProcessSnapshot, level: int) -> list[str]:
+    root_id = t.root_id
+    pad = INDENT * level
+    lines: list[str] = []
+    rounds = {r.model_call_seq: r for r in process.settled_results}
+    delegates = {a.ref for a in process.artifacts} | {d.ref for d in process.active_delegates}
+    active = {child_position(c): c for c in process.active_children}
+    seq = 0
+    previous: Message | None = None
+    for message in process.context:
+        if message.role == "user":
+            text = shorten(message.text, 90)
+            if previous is None or previous.role == "system":
+                lines.append(f"{pad}user: {text}")
+            elif previous.role == "assistant" and not previous.tool_calls:
+                lines.append(f"{pad}✎ completion validator: {text}")
+            else:
+                lines.append(f"{pad}✎ steer: {text}")
+        elif message.role == "assistant":
+            seq += 1
+            lines.append(pad + model_line(seq, message))
+            settled = rounds.get(seq)
+            for entry in settled.entries if settled else ():
+                delegate = entry.call_ref in delegates
+                lines.append(pad + INDENT + result_line(entry, delegate=delegate))
+            for index, call in enumerate(message.tool_calls):
+                for kind in ("tool", "delegate"):
+                    child_id = active.get((kind, seq, index))
+                    if child_id is not None:
+                        lines += _child(t, child_id, call, level + 1)
+        if message.role != "tool":
+            previous = message
+    for unknown in process.unknown_effects:
+        lines += _unknown(t, unknown, pad)
+    if process.failure is not None:
+        lines.append(f"{pad}✗ failed [{process.failure.code}]: {process.failure.message}")
+    if process.output is not None and process.process_id == root_id:
+        lines.append(f"{pad}output:")
+        lines += [pad + INDENT + line for line in output_lines(process.output)]
+    return lines
+
+
+def _child(t: _Tree, child_id: str, call: ToolCall, level: int) -> list[str]:
+    pad = INDENT * level
+    tree = t.tree
+    try:
+        child = tree.process(child_id)
+    except KeyError:
+        return [f"{pad}… {call.name} running ({child_id})"]
+    if child.kind == "interaction":
+        head = (f"{pad}… {call.name} → delegate {child.definition} {child.status} ({child_id}), "
+                f"{child.model_calls} model call(s)")
+        return [head, *_process_body(t, child, level + 1)]
+    lines = [f"{pad}… {call_label(call, 24)} {child.status} ({child_id}), "
+             f"entered {child.tool_entries} time(s)"]
+    for wait in child.pending_tool_inputs:
+        lines += [
+            f"{pad}{INDENT}? input wait {wait.wait_id}: {shorten(wait.prompt, 80)}",
+            f"{pad}{INDENT * 2}schema: {schema_hint(wait.response_schema)}",
+            f"{pad}{INDENT * 2}answer: {answer_command(t.root_id, wait, t.extra)}",
+        ]
+    for unknown in child.unknown_effects:
+        lines += _unknown(t, unknown, pad + INDENT)
+    return lines
+
+
+def _unknown(t: _Tree, unknown: UnknownEffect, pad: str) -> list[str]:
+    return [
+        f"{pad}! unknown outcome of {unknown_label(unknown)} (effect {unknown.effect_id})",
+        f"{pad}{INDENT}why: {shorten(unknown.diagnostic, 100)}",
+        f"{pad}{INDENT}settle it after investigating: "
+        f"{resolve_command(t.root_id, unknown, t.extra)}",
+    ]
+
+
+__all__ = [
+    "answer_command",
+    "call_label",
+    "call_of",
+    "child_position",
+    "depth",
+    "example_answer",
+    "model_line",
+    "output_lines",
+    "render_tree",
+    "resolve_command",
+    "result_line",
+    "schema_hint",
+    "shorten",
+    "unknown_label",
+]

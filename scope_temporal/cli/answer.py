@@ -1,0 +1,63 @@
+"""`scope-temporal answer`: answer a tool's input request (e.g. an approval)."""
+
+from __future__ import annotations
+
+import uuid
+
+import click
+
+from scope_temporal.cli._answers import parse_answer
+from scope_temporal.cli._connect import Connection, connection_options, run_async
+from scope_temporal.cli._render import schema_hint
+from scope_temporal.errors import ScopeError
+
+
+@click.command()
+@click.argument("interaction_id")
+@click.argument("wait_id")
+@click.argument("answer_json", metavar="JSON")
+@click.option("--answer-id", default=None, help="Idempotency id of this answer (default: random).")
+@connection_options
+def answer(
+    interaction_id: str, wait_id: str, answer_json: str, answer_id: str | None,
+    connection: Connection,
+) -> int:
+    """Answer the input request WAIT_ID of a tool in INTERACTION_ID with JSON.
+
+    The wait is looked up in the Interaction's snapshot (`scope-temporal inspect` lists
+    open waits with their schema); the answer is checked against the schema before it is
+    sent, and the tool is entered again with it. For approvals, `y` / `n` work too.
+
+    \b
+    Example:
+      scope-temporal answer ops-1a2b3c ops-1a2b3c/tool/4/0/wait/1 '{"approved": true, "note": "ok"}'
+    """
+    return run_async(_answer(interaction_id, wait_id, answer_json, answer_id, connection))
+
+
+async def _answer(
+    interaction_id: str, wait_id: str, answer_json: str, answer_id: str | None,
+    connection: Connection,
+) -> int:
+    scope = await connection.scope()
+    handle = scope.get_handle(interaction_id)
+    try:
+        tree = await handle.snapshot()
+    except ScopeError as error:
+        raise click.ClickException(str(error)) from None
+    waits = tree.pending_tool_inputs
+    pending = next((w for w in waits if w.wait_id == wait_id), None)
+    if pending is None:
+        open_waits = ", ".join(w.wait_id for w in waits) or "none"
+        raise click.ClickException(f"{interaction_id} has no open wait {wait_id!r} "
+                                   f"(open waits: {open_waits})")
+    value, problem = parse_answer(answer_json, pending.response_schema)
+    if problem is not None:
+        raise click.ClickException(f"the answer {problem}\n  expected: "
+                                   f"{schema_hint(pending.response_schema)}")
+    try:
+        await handle.answer(pending, answer_id or f"cli-{uuid.uuid4().hex[:8]}", value)
+    except ScopeError as error:
+        raise click.ClickException(f"answer refused: {error}") from None
+    click.echo(f"answered {wait_id}; the tool continues")
+    return 0

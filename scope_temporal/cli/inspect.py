@@ -1,0 +1,95 @@
+"""`scope-temporal inspect`: the tree snapshot of an Interaction, for people or machines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import click
+from temporalio.client import WorkflowQueryFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from scope_temporal.cli._connect import Connection, connection_options, run_async
+from scope_temporal.cli._render import output_lines, render_tree
+from scope_temporal.client import InteractionHandle
+from scope_temporal.errors import InteractionCanceled, InteractionFailed, ScopeError
+from scope_temporal.interaction.snapshot import TreeSnapshot
+
+
+@click.command("inspect")
+@click.argument("interaction_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the TreeSnapshot as JSON.")
+@connection_options
+def inspect_command(interaction_id: str, as_json: bool, connection: Connection) -> int:
+    """Show INTERACTION_ID as a tree: model calls, tool calls and delegates with their
+    results, open input waits (with the `answer` command), unknown effects (with the
+    `resolve` command), and the output.
+
+    The snapshot is a query answered by a worker; for a finished Interaction with no
+    worker serving its task queue, the status and the output are read from its history.
+
+    \b
+    Examples:
+      scope-temporal inspect ops-1a2b3c
+      scope-temporal inspect ops-1a2b3c --json | jq .root.status
+    """
+    return run_async(_inspect(interaction_id, as_json, connection))
+
+
+async def _inspect(interaction_id: str, as_json: bool, connection: Connection) -> int:
+    scope = await connection.scope()
+    handle = scope.get_handle(interaction_id)
+    tree = await snapshot_or_none(handle)
+    if tree is None:
+        return await _from_history(handle, as_json)
+    if as_json:
+        data = tree.model_dump(mode="json")
+        data["status"] = tree.status
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        for line in render_tree(tree, connection.args()):
+            click.echo(line)
+    return 0
+
+
+async def snapshot_or_none(handle: InteractionHandle, timeout: float = 8) -> TreeSnapshot | None:
+    """The live snapshot, or None when no worker answers the query in time.
+
+    Raises:
+        click.ClickException: there is no such workflow.
+    """
+    try:
+        return await asyncio.wait_for(handle.snapshot(), timeout)
+    except (TimeoutError, ScopeError, WorkflowQueryFailedError):
+        return None
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise click.ClickException(f"no interaction {handle.id!r}") from None
+        return None
+
+
+async def _from_history(handle: InteractionHandle, as_json: bool) -> int:
+    try:
+        status = await handle.status()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise click.ClickException(f"no interaction {handle.id!r}") from None
+        raise click.ClickException(str(error)) from None
+    name = status.name.lower() if status else "unknown"
+    if name == "running":
+        raise click.ClickException(
+            f"{handle.id} is running but no worker answered its snapshot query; start one "
+            f"on its task queue (scope-temporal worker)"
+        )
+    data: dict[str, object] = {"id": handle.id, "status": name, "source": "history"}
+    lines = [f"{handle.id} · {name} (from history: no worker answered the snapshot query)"]
+    try:
+        output = await handle.result()
+    except (InteractionFailed, InteractionCanceled) as error:
+        data["failure"] = {"code": error.code, "message": error.message}
+        lines.append(f"  ✗ {error}")
+    else:
+        data["output"] = output.model_dump(mode="json")
+        lines += ["  output:", *("    " + line for line in output_lines(output))]
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False) if as_json else "\n".join(lines))
+    return 0

@@ -1,0 +1,40 @@
+"""`scope-temporal steer`: send a user message to a running Interaction."""
+
+from __future__ import annotations
+
+import click
+
+from scope_temporal.cli._connect import Connection, connection_options, run_async
+from scope_temporal.errors import ScopeError
+
+
+@click.command()
+@click.argument("interaction_id")
+@click.argument("signal_id")
+@click.argument("text")
+@connection_options
+def steer(interaction_id: str, signal_id: str, text: str, connection: Connection) -> int:
+    """Send TEXT as a user message to the Interaction INTERACTION_ID.
+
+    It is applied before the next model call (never in the middle of one). SIGNAL_ID
+    makes it idempotent: sending the same id and text again changes nothing; the same id
+    with another text is refused.
+
+    \b
+    Example:
+      scope-temporal steer ops-1a2b3c note-1 "do not restart anything, just report"
+    """
+    return run_async(_steer(interaction_id, signal_id, text, connection))
+
+
+async def _steer(interaction_id: str, signal_id: str, text: str, connection: Connection) -> int:
+    scope = await connection.scope()
+    try:
+        accepted = await scope.get_handle(interaction_id).steer(signal_id, text)
+    except ScopeError as error:
+        raise click.ClickException(f"steer refused: {error}") from None
+    if accepted:
+        click.echo(f"steer {signal_id!r} queued: applied before the next model call")
+    else:
+        click.echo(f"steer {signal_id!r} was already received; nothing changed")
+    return 0

@@ -1,0 +1,42 @@
+"""Replay recorded histories against the current code and Definitions.
+
+Use it in CI to prove a change keeps running Interactions replayable: fetch (or check in)
+histories, then `await replay_history(history, definitions)`; a non-determinism error or a
+changed Definition shows up as `result.replay_failure`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer, WorkflowReplayResult
+
+from scope_temporal.definition import Definition
+from scope_temporal.worker import sandbox_runner
+from scope_temporal.workflows import registry
+from scope_temporal.workflows.interaction import InteractionWorkflow
+from scope_temporal.workflows.tool_call import ToolCallWorkflow
+
+
+def history_task_queue(history: WorkflowHistory) -> str:
+    """The task queue the recorded workflow ran on."""
+    started = history.events[0].workflow_execution_started_event_attributes
+    return started.task_queue.name
+
+
+async def replay_history(
+    history: WorkflowHistory, definitions: Iterable[Definition]
+) -> WorkflowReplayResult:
+    """Replay one Interaction or ToolCall history with these Definitions registered.
+
+    Never raises for a replay failure: inspect `result.replay_failure`.
+    """
+    registry.register(registry.REPLAY_QUEUE, list(definitions))
+    replayer = Replayer(
+        workflows=[InteractionWorkflow, ToolCallWorkflow],
+        data_converter=pydantic_data_converter,
+        workflow_runner=sandbox_runner(),
+    )
+    return await replayer.replay_workflow(history, raise_on_replay_failure=False)

@@ -1,0 +1,74 @@
+"""A worker process the worker-loss test starts and SIGKILLs.
+
+    python -m tests.live.loss_worker ADDRESS TASK_QUEUE SIDE_EFFECT_FILE
+
+Every tool body and model call appends a line to SIDE_EFFECT_FILE *before* acting, so the
+test can count executions across processes. The model is a function of the request, so a
+fresh process answers the same way as the killed one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client
+
+from scope_temporal import Definition, ModelRequest, Response, ScopeWorker, ScriptedModel, reply, tool
+
+SIDE_EFFECTS = Path(sys.argv[3]) if len(sys.argv) > 3 else Path("/dev/null")
+
+
+def record(line: str) -> None:
+    with SIDE_EFFECTS.open("a") as f:
+        f.write(line + "\n")
+
+
+@tool(permission="read", execution="parallel")
+async def quick(name: str) -> str:
+    """Finishes at once."""
+    record(f"quick {name}")
+    return f"quick {name} done"
+
+
+@tool(permission="write", execution="parallel")
+async def slow_write(name: str) -> str:
+    """Takes a long time (the test kills the worker meanwhile)."""
+    record(f"slow {name}")
+    await asyncio.sleep(600)
+    return "unreachable"
+
+
+async def plan(request: ModelRequest) -> Response:
+    last = request.messages[-1]
+    if last.role == "user" and last.text == "hang the model":
+        record("model hang")
+        await asyncio.sleep(600)
+    if last.role == "user":
+        record("model plan")
+        return reply.tool_calls(("quick", {"name": "a"}), ("slow_write", {"name": "b"}))
+    record("model final")
+    return reply.text("all done")
+
+
+DEFINITION = Definition(
+    "loss",
+    tools=[quick, slow_write],
+    max_concurrent_tool_calls=2,
+    model_heartbeat_timeout=timedelta(seconds=2),
+    tool_heartbeat_timeout=timedelta(seconds=2),
+)
+
+
+async def main(address: str, task_queue: str) -> None:
+    client = await Client.connect(address)
+    worker = ScopeWorker(client, task_queue=task_queue, definitions=[DEFINITION],
+                         tools=[quick, slow_write], models={"default": ScriptedModel(plan)})
+    print("worker ready", flush=True)
+    await worker.run()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))

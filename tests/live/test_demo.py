@@ -1,0 +1,116 @@
+"""`scope-temporal demo --yes`: one command, in a clean environment, from outside the checkout.
+
+Run with `--keep` so that, once it has printed its output, the test can look at the server
+it started: the Interaction, its ToolCall children and its delegate, with their summaries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import pexpect
+import pytest
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from tests.live.test_cli_dev import CLI, Proc, clean_env, free_port, port_open
+
+pytestmark = pytest.mark.live
+
+
+async def _children(client: Client, parent: str, expected: int) -> dict[str, str]:
+    """Child workflow id -> static summary, once visibility lists `expected` of them."""
+    for _ in range(100):
+        found = [e async for e in client.list_workflows(f"ParentWorkflowId = '{parent}'")]
+        if len(found) >= expected:
+            summaries = {}
+            for execution in found:
+                described = await client.get_workflow_handle(execution.id).describe()
+                summaries[execution.id] = await described.static_summary() or ""
+            return summaries
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{parent} has fewer than {expected} children: {found}")
+
+
+async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> None:
+    port, ui_port = free_port(), free_port()
+    demo = Proc(["demo", "--yes", "--keep", "--address", f"localhost:{port}",
+                 "--ui-port", str(ui_port)], env=clean_env(tmp_path), cwd=tmp_path)
+    try:
+        demo.wait_for("Press Ctrl-C to stop", timeout=60)
+        out = demo.output
+        assert "model default: offline rule-based planner (no LLM" in out
+        assert f"starting a Temporal dev server at localhost:{port}" in out
+        root = demo.wait_for(r"started (ops-demo-[0-9a-f]+);").group(1)
+        url = f"http://localhost:{ui_port}/namespaces/default/workflows/{root}"
+        assert f"See it in the Temporal UI: {url}" in out
+        for step in (
+            'model #1 → search_logs(query="ERROR"), read_runbook(',
+            "? restart_service asks: Restart payments-worker?",
+            'answered {"approved": true, "note": "auto-approved by --yes"} (--yes)',
+            "(delegate) succeeded",
+            "✓ open_ticket(",
+            "completion validator sent the reply back",
+            "Root cause: payments-worker v2.3.1 leaks database connections",
+            "(Written by the offline rule-based planner: no LLM was called.",
+            f"artifact: summarize ({root}/delegate/3/0)",
+        ):
+            assert step in out, f"{step!r} missing from the demo output:\n{out}"
+
+        client = await Client.connect(f"localhost:{port}")
+        described = await client.get_workflow_handle(root).describe()
+        assert described.status == WorkflowExecutionStatus.COMPLETED
+        assert described.workflow_type == "scope.Interaction"
+        assert (await described.static_summary() or "").startswith(
+            "ops: checkout is returning 502 errors")
+        children = await _children(client, root, expected=7)
+        assert children == {
+            f"{root}/tool/1/0": 'tool search_logs(query="ERROR")',
+            f"{root}/tool/1/1": children[f"{root}/tool/1/1"],
+            f"{root}/tool/2/0": 'tool search_logs(query="payments-worker", '
+                                'service="payments-worker")',
+            f"{root}/tool/2/1": children[f"{root}/tool/2/1"],
+            f"{root}/delegate/3/0": "delegate summarize -> summarizer",
+            f"{root}/tool/4/0": children[f"{root}/tool/4/0"],
+            f"{root}/tool/5/0": children[f"{root}/tool/5/0"],
+        }
+        assert children[f"{root}/tool/1/1"].startswith("tool read_runbook(query=")
+        assert children[f"{root}/tool/4/0"].startswith(
+            'tool restart_service(name="payments-worker"')
+        assert children[f"{root}/tool/5/0"].startswith("tool open_ticket(")
+        tool_call = await client.get_workflow_handle(f"{root}/tool/4/0").describe()
+        assert tool_call.workflow_type == "scope.ToolCall"
+        delegate = await client.get_workflow_handle(f"{root}/delegate/3/0").describe()
+        assert delegate.workflow_type == "scope.Interaction"
+        assert delegate.status == WorkflowExecutionStatus.COMPLETED
+
+        assert demo.stop() == 0
+        assert not port_open(port), "the embedded server stops with the demo"
+        assert not port_open(ui_port)
+    finally:
+        demo.kill()
+
+
+def test_demo_asks_for_the_approval_at_the_terminal(tmp_path: Path) -> None:
+    port, ui_port = free_port(), free_port()
+    child = pexpect.spawn(CLI, ["demo", "--address", f"localhost:{port}", "--ui-port",
+                                str(ui_port)], env=clean_env(tmp_path), cwd=str(tmp_path),
+                          encoding="utf-8", timeout=60, dimensions=(50, 200))
+    try:
+        child.expect(r"restart_service asks: Restart payments-worker\?")
+        child.expect(re.escape("(or just y / n)"))
+        child.expect("answer> ")
+        child.sendline("perhaps")
+        child.expect(r"✗ not JSON")
+        child.expect("answer> ")
+        child.sendline("y")
+        child.expect("answer sent")
+        child.expect("Root cause: payments-worker")
+        child.expect(rf"See it in the Temporal UI: http://localhost:{ui_port}/namespaces/"
+                     r"default/workflows/ops-demo-[0-9a-f]+")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert not port_open(port), "without --keep the demo stops its server"

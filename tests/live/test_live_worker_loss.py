@@ -1,0 +1,105 @@
+"""CONFORMANCE 43 live: a real worker process is SIGKILLed mid-call and replaced."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from scope_temporal import ScopeClient, ToolResult, reply, settle_model_result, settle_tool_result
+from tests.live.harness import STARTED_IDS, eventually
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def worker_process(address: str, task_queue: str, side_effects: Path) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.live.loss_worker", address, task_queue, str(side_effects)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "worker ready"
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+async def wait_for_line(path: Path, line: str, timeout: float = 20) -> None:
+    await eventually(lambda: asyncio.sleep(0, lines(path)), lambda ls: line in ls, timeout=timeout)
+
+
+def address_of(env: WorkflowEnvironment) -> str:
+    return env.client.service_client.config.target_host
+
+
+async def test_c43_worker_killed_mid_tool_then_resolved(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    task_queue = f"loss-{uuid.uuid4().hex[:8]}"
+    effects = tmp_path / "effects.txt"
+    scope = ScopeClient(temporal_env.client, task_queue=task_queue)
+    with worker_process(address_of(temporal_env), task_queue, effects) as first:
+        handle = await scope.start("loss", "investigate")
+        STARTED_IDS.append(handle.id)
+        await wait_for_line(effects, "slow b")
+        await wait_for_line(effects, "quick a")
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(10)
+    killed_at = time.monotonic()
+    with worker_process(address_of(temporal_env), task_queue, effects):
+        snap = await eventually(handle.snapshot, lambda s: bool(s.unknown_effects), timeout=30)
+        detected_after = time.monotonic() - killed_at
+        [unknown] = snap.unknown_effects
+        assert unknown.kind == "tool" and unknown.request.call.name == "slow_write"
+        assert "HEARTBEAT" in unknown.diagnostic
+        assert lines(effects).count("quick a") == 1  # the settled sibling did not re-run
+        call = unknown.request.call
+        result = ToolResult(call_id=call.id, name=call.name, content="write b verified by hand")
+        await handle.resolve(unknown, settle_tool_result(unknown.request, result, "succeeded"))
+        out = await asyncio.wait_for(handle.result(), 30)
+    assert out.text == "all done"
+    # every side effect happened exactly once, across both worker processes
+    assert sorted(lines(effects)) == sorted(["model plan", "slow b", "quick a", "model final"])
+    assert detected_after < 15, f"unknown surfaced {detected_after:.1f}s after the kill"
+
+
+async def test_c43_worker_killed_mid_model_call_then_resolved(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    task_queue = f"loss-{uuid.uuid4().hex[:8]}"
+    effects = tmp_path / "effects.txt"
+    scope = ScopeClient(temporal_env.client, task_queue=task_queue)
+    with worker_process(address_of(temporal_env), task_queue, effects) as first:
+        handle = await scope.start("loss", "hang the model")
+        STARTED_IDS.append(handle.id)
+        await wait_for_line(effects, "model hang")
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(10)
+    with worker_process(address_of(temporal_env), task_queue, effects):
+        snap = await eventually(handle.snapshot, lambda s: bool(s.unknown_effects), timeout=30)
+        [unknown] = snap.unknown_effects
+        assert unknown.kind == "model" and "HEARTBEAT" in unknown.diagnostic
+        assert lines(effects) == ["model hang"]  # the new worker did not call the model again
+        settlement = settle_model_result(unknown.request, reply.text("answered by hand"),
+                                         unknown.request.messages)
+        await handle.resolve(unknown, settlement)
+        out = await asyncio.wait_for(handle.result(), 30)
+    assert out.text == "answered by hand" and out.model_calls == 1
+    assert lines(effects) == ["model hang"]

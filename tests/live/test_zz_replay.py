@@ -1,0 +1,57 @@
+"""CONFORMANCE 42: every history the live suite produced replays without non-determinism.
+
+Runs last among the live tests (file order). It replays every workflow in the dev
+server's namespace: roots, ToolCall children and delegates alike.
+"""
+
+from __future__ import annotations
+
+from temporalio.testing import WorkflowEnvironment
+
+from scope_temporal import Definition, Message, ScriptedModel, reply, tool
+from scope_temporal.workflows import registry
+from scope_temporal.testing.replay import history_task_queue, replay_history
+from tests.live import loss_worker
+from tests.live.harness import DIVERGED_IDS, eventually, serving
+
+
+@tool(permission="read")
+def echo(text: str) -> str:
+    """Echo."""
+    return text
+
+
+async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvironment) -> None:
+    # Make sure at least one full tool round exists even when this file runs alone.
+    model = ScriptedModel([reply.tool_calls(("echo", {"text": "hi"})), reply.text("bye")])
+    async with serving(temporal_env, [Definition("replay-me", tools=[echo])], tools=[echo],
+                       models={"default": model}) as scope:
+        handle = await scope.start("replay-me", [Message.user("go")])
+        await handle.result()
+
+    async def visible() -> list[str]:
+        return [e.id async for e in temporal_env.client.list_workflows()]
+
+    await eventually(visible, lambda ids: f"{handle.id}/tool/1/0" in ids)
+
+    client = temporal_env.client
+    failures: dict[str, str] = {}
+    replayed = 0
+    async for execution in client.list_workflows():
+        if execution.id.split("/")[0] in DIVERGED_IDS:
+            continue
+        history = await client.get_workflow_handle(
+            execution.id, run_id=execution.run_id
+        ).fetch_history()
+        queue = history_task_queue(history)
+        definitions = (
+            [loss_worker.DEFINITION]  # served by a subprocess worker
+            if queue.startswith("loss-")
+            else registry.registered(queue)
+        )
+        result = await replay_history(history, definitions)
+        replayed += 1
+        if result.replay_failure is not None:
+            failures[execution.id] = repr(result.replay_failure)
+    assert replayed >= 2
+    assert failures == {}

@@ -1,0 +1,71 @@
+"""Every command explains itself; bad invocations fail with a clear message, no traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from scope_temporal.cli import cli, main
+
+COMMANDS = sorted(cli.commands)
+
+
+def test_the_cli_has_every_command_of_the_issue() -> None:
+    assert COMMANDS == ["answer", "demo", "dev", "inspect", "list", "resolve", "run", "steer",
+                        "worker"]
+
+
+def test_top_level_help_exits_0_and_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Usage: scope-temporal [OPTIONS] COMMAND [ARGS]...")
+    for name in COMMANDS:
+        assert f"  {name} " in out
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_of_every_command_exits_0_and_shows_an_example(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Usage: scope-temporal {command} ")
+    assert "Example" in out, f"`{command} --help` shows how to use it"
+    assert main([command, "-h"]) == 0
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert "scope-temporal, version" in capsys.readouterr().out
+
+
+def test_an_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["nope"]) == 2
+    assert "No such command 'nope'" in capsys.readouterr().err
+
+
+def test_worker_with_an_app_that_cannot_be_imported(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["worker", "--app", "no_such_package.agents"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot import the app module 'no_such_package.agents'" in err
+
+
+def test_worker_with_a_module_that_is_not_an_app(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["worker", "--app", "json"]) == 1
+    assert "must define `definitions`" in capsys.readouterr().err
+
+
+def test_commands_say_when_temporal_cannot_be_reached(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "--address", "127.0.0.1:1"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot reach Temporal at 127.0.0.1:1" in err
+    assert "scope-temporal dev" in err
+
+
+def test_resolve_needs_exactly_one_result(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["resolve", "ops-1", "ops-1/call/1/0"]) == 2
+    assert "exactly one of --result or --file" in capsys.readouterr().err
+
+
+def test_demo_without_a_terminal_asks_for_yes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 2  # pytest's stdin is not a terminal
+    assert "pass --yes" in capsys.readouterr().err

@@ -1,0 +1,96 @@
+"""The reference app (workflows/ + activities/) exercises the product as the issue asks:
+parallel read tools, an approval wait before acting, a delegate, a completion validator, a
+deferred tool advertised by another tool; its default model is the offline planner."""
+
+from __future__ import annotations
+
+import pytest
+
+from scope_temporal import Message, OpenAIChatModel, ScriptedModel
+from scope_temporal.cli._app import describe_model, load_app, project_root
+from scope_temporal.testing import LocalRunner
+
+
+def _runner() -> LocalRunner:
+    app = load_app(None)
+    return LocalRunner(definitions=app.definitions, tools=app.tools, models=app.models)
+
+
+def test_the_app_loads_from_the_project_root_with_its_definitions() -> None:
+    root = project_root()
+    assert root is not None and (root / "workflows" / "ops.py").is_file()
+    app = load_app(None)
+    assert app.module == "workflows"
+    assert [d.name for d in app.definitions] == ["ops", "summarizer"]
+    assert sorted(t.name for t in app.tools) == ["open_ticket", "read_runbook",
+                                                 "restart_service", "search_logs"]
+    ops = app.definitions[0]
+    assert ops.max_concurrent_tool_calls >= 2
+    assert [s.name for s in ops.tools.deferred] == ["open_ticket"]
+    assert ops.delegate("summarize") is not None
+    assert ops.completion_validator is not None
+    assert {s.name: s.permission for s in ops.tools.tools} == {
+        "search_logs": "read", "read_runbook": "read", "restart_service": "exec"}
+
+
+def test_the_default_model_is_the_offline_planner_labelled_as_such(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("OPENAI_API_KEY", "SCOPE_MODEL_BASE_URL", "SCOPE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    model = load_app(None).models["default"]
+    assert isinstance(model, ScriptedModel)
+    assert describe_model(model).startswith("offline rule-based planner (no LLM")
+
+
+@pytest.mark.parametrize("env", [{"OPENAI_API_KEY": "sk-test"},
+                                 {"SCOPE_MODEL_BASE_URL": "http://127.0.0.1:9/v1",
+                                  "SCOPE_MODEL": "llama3.1"}])
+def test_a_real_model_is_used_when_configured(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "SCOPE_MODEL_BASE_URL", "SCOPE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    import workflows
+
+    model = workflows.build_models()["default"]
+    assert isinstance(model, OpenAIChatModel)
+    assert describe_model(model).startswith("OpenAI-compatible model")
+
+
+async def test_the_ops_agent_investigates_asks_approval_delegates_and_is_validated() -> None:
+    run = await _runner().start("ops", [Message.user("checkout returns 502 errors")])
+    tree = await run.idle()
+    first = next(m for m in tree.context if m.role == "assistant")
+    assert [c.name for c in first.tool_calls] == ["search_logs", "read_runbook"]  # one batch
+    assert "open_ticket" in tree.root.advertised_tools  # advertised by read_runbook
+    wait = tree.pending_tool_inputs[0]
+    assert wait.prompt.startswith("Restart payments-worker?")
+    assert wait.response_schema["properties"]["approved"] == {
+        "type": "boolean", "description": "true to go ahead"}
+
+    await run.answer(wait, "approve", {"approved": True, "note": "go"})
+    out = await run.result()
+    assert out.model_calls == 7
+    assert [a.delegate for a in out.artifacts] == ["summarize"]
+    assert "Root cause: payments-worker v2.3.1 leaks database connections" in out.text
+    assert "open_ticket: opened OPS-" in out.text
+    feedback = [m.text for m in run.snapshot().context if m.role == "user"][1]
+    assert feedback.startswith("The report must state the root cause")
+
+
+async def test_a_declined_restart_and_a_steer_change_the_report() -> None:
+    run = await _runner().start("ops", [Message.user("checkout returns 502 errors")])
+    wait = (await run.idle()).pending_tool_inputs[0]
+    await run.answer(wait, "decline", {"approved": False, "note": "change freeze"})
+    out = await run.result()
+    assert "failed: the operator declined the restart of payments-worker: change freeze" \
+        in out.text
+
+    run = await _runner().start("ops", [Message.user("checkout returns 502 errors")])
+    await run.steer("s1", Message.user("do not restart anything"))
+    out = await run.result()
+    assert "restart_service" not in out.text
+    assert "operator said: do not restart anything" in out.text

@@ -1,0 +1,125 @@
+"""The pure core stays pure, and every failure code the SDK emits is declared."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import scope_temporal
+import scope_temporal.interaction
+from scope_temporal.errors import CODE_KINDS
+
+FORBIDDEN = {"temporalio", "time", "random", "socket", "asyncio", "threading"}
+CODE = re.compile(r"(?:interaction|tool)\.[a-z_]+(?:\.[a-z_]+)*")
+PACKAGE_ROOT = Path(scope_temporal.__file__).parent
+
+
+def imported_modules(tree: ast.AST) -> set[str]:
+    """Top-level names of every module imported anywhere in the tree (functions included)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute | ast.Name)
+            and getattr(node.func, "attr", getattr(node.func, "id", ""))
+            in (
+                "import_module",
+                "__import__",
+            )
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value.split(".")[0])
+    return found
+
+
+def interaction_modules() -> list[str]:
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(
+            scope_temporal.interaction.__path__, "scope_temporal.interaction."
+        )
+    )
+
+
+def test_core_interaction_modules_import_no_clock_io_randomness_or_temporal() -> None:
+    names = interaction_modules()
+    assert {"scope_temporal.interaction.machine", "scope_temporal.interaction.tool_call"} <= set(
+        names
+    )
+    offenders: dict[str, set[str]] = {}
+    for name in names:
+        module = importlib.import_module(name)
+        assert module.__file__ is not None
+        tree = ast.parse(Path(module.__file__).read_text(), filename=module.__file__)
+        bad = imported_modules(tree) & FORBIDDEN
+        if bad:
+            offenders[name] = bad
+    assert offenders == {}
+
+
+def test_core_hygiene_scanner_sees_imports_inside_functions() -> None:
+    tree = ast.parse(
+        "def f():\n    import time\n    from asyncio import sleep\n"
+        "    importlib.import_module('random')\nimport temporalio.workflow\n"
+    )
+    assert {"time", "asyncio", "random", "temporalio"} <= imported_modules(tree)
+
+
+def code_literals() -> dict[str, set[str]]:
+    """Every string literal in the SDK that is exactly a code (`interaction.x`, `tool.x.y`)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        inside_fstrings = {
+            id(part)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.JoinedStr)
+            for part in node.values
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in inside_fstrings
+                and CODE.fullmatch(node.value)
+            ):
+                found.setdefault(node.value, set()).add(str(path.relative_to(PACKAGE_ROOT)))
+    return found
+
+
+def test_core_every_failure_code_in_the_source_is_declared() -> None:
+    found = code_literals()
+    # the scanner works: it finds the declarations themselves
+    assert set(CODE_KINDS) <= set(found)
+    undeclared = {code: files for code, files in found.items() if code not in CODE_KINDS}
+    assert undeclared == {}
+
+
+def test_core_codes_used_in_keyword_arguments_are_declared() -> None:
+    """`code="..."` / `Failure.of("...")` with a literal anywhere must use a declared code."""
+    used: set[str] = set()
+    for path in PACKAGE_ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            for keyword in node.keywords:
+                if keyword.arg == "code" and isinstance(keyword.value, ast.Constant):
+                    used.add(str(keyword.value.value))
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "of"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                used.add(str(node.args[0].value))
+    assert used - set(CODE_KINDS) == set()
