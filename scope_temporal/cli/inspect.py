@@ -6,7 +6,10 @@ import asyncio
 import json
 
 import click
-from temporalio.client import WorkflowQueryFailedError
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from scope_temporal.cli._connect import Connection, connection_options, run_async
@@ -39,7 +42,7 @@ def inspect_command(interaction_id: str, as_json: bool, connection: Connection) 
 async def _inspect(interaction_id: str, as_json: bool, connection: Connection) -> int:
     scope = await connection.scope()
     handle = scope.get_handle(interaction_id)
-    tree = await snapshot_or_none(handle)
+    tree = await snapshot_or_none(handle) if await _served(scope.client, handle) else None
     if tree is None:
         return await _from_history(handle, as_json)
     if as_json:
@@ -50,6 +53,24 @@ async def _inspect(interaction_id: str, as_json: bool, connection: Connection) -
         for line in render_tree(tree, connection.args()):
             click.echo(line)
     return 0
+
+
+async def _served(client: Client, handle: InteractionHandle) -> bool:
+    """Whether a worker polls the Interaction's task queue (so a query can be answered)."""
+    try:
+        described = await client.get_workflow_handle(handle.id).describe()
+        response = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=client.namespace,
+                task_queue=TaskQueue(name=described.task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise click.ClickException(f"no interaction {handle.id!r}") from None
+        return True  # unknown: let the query decide
+    return bool(response.pollers)
 
 
 async def snapshot_or_none(handle: InteractionHandle, timeout: float = 8) -> TreeSnapshot | None:
