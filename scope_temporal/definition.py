@@ -18,6 +18,7 @@ from scope_temporal.chat import Options
 from scope_temporal.errors import DefinitionError
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.tools.spec import PERMISSIONS, ToolSpec, is_provider_tool_name
+from scope_temporal.tools.validation import check_schema
 
 CompletionValidator = Callable[[CompletionCandidate], CompletionDecision]
 
@@ -135,6 +136,13 @@ class Delegate:
         }
 
 
+def _check_schema(owner: str, schema: dict[str, Any]) -> None:
+    try:
+        check_schema(schema)
+    except DefinitionError as error:
+        raise DefinitionError(f"{owner}: invalid JSON schema: {error.message}") from None
+
+
 def _capabilities(values: Iterable[str], owner: str) -> frozenset[str]:
     caps = frozenset(values)
     unknown = caps - PERMISSIONS
@@ -190,6 +198,11 @@ class Definition:
         for spec in toolset.tools + toolset.deferred:
             if not is_provider_tool_name(spec.name):
                 raise DefinitionError(f"Definition {name!r}: invalid tool name {spec.name!r}.")
+            _check_schema(f"Definition {name!r}, tool {spec.name!r}", spec.parameters)
+        for delegate in delegates:
+            _check_schema(f"Definition {name!r}, delegate {delegate.name!r}", delegate.input_schema)
+        if output_schema is not None:
+            _check_schema(f"Definition {name!r}, output_schema", output_schema)
         self.capabilities = _capabilities(capabilities, name)
         delegate_names: set[str] = set()
         for delegate in delegates:

@@ -53,6 +53,8 @@ async def call_model(
             if inspect.isawaitable(reduced):
                 reduced = await reduced
             messages = [Message.model_validate(m) for m in reduced]
+            if not messages:
+                raise ValueError("it returned no messages")
         except Exception as exc:
             return ModelHostFailed(
                 effect_id=request.effect_id,

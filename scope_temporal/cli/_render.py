@@ -58,15 +58,15 @@ def responses(process: ProcessSnapshot) -> list[Message]:
 
 def call_of(tree: TreeSnapshot, process_id: str) -> ToolCall | None:
     """The call a child process (tool call or delegate) runs, from its parent's context."""
-    position = child_position(process_id)
-    if position is None:
+    match = _CHILD.search(process_id)
+    if match is None:
         return None
-    parent_id = process_id[: _CHILD.search(process_id).start()]  # type: ignore[union-attr]
+    parent_id = process_id[: match.start()]
     try:
         parent = tree.process(parent_id)
     except KeyError:
         return None
-    _, seq, index = position
+    seq, index = int(match.group(2)), int(match.group(3))
     answers = responses(parent)
     if seq > len(answers) or index >= len(answers[seq - 1].tool_calls):
         return None

@@ -8,8 +8,11 @@ Temporal UI address of the workflow.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import quote
 
 import click
@@ -77,6 +80,26 @@ def demo(yes: bool, keep: bool, address: str, ui_port: int, task_queue: str,
     return run_async(_demo(yes, keep, address, ui_port, task_queue, prompt))
 
 
+@contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Point file descriptor 1 at /dev/null while a child process is spawned (it keeps
+    that stdout; its errors still reach stderr). A no-op where descriptors cannot be set."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        yield
+        return
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
 async def _connect(address: str) -> Client | None:
     note_connected()
     try:
@@ -102,17 +125,18 @@ async def _demo(yes: bool, keep: bool, address: str, ui_port: int, task_queue: s
             raise click.ClickException(f"no Temporal server answers at {address}, and a server "
                                        "can only be started on localhost")
         click.echo(f"  starting a Temporal dev server at {address} with its UI on port {ui_port}…")
-        env = await WorkflowEnvironment.start_local(
-            namespace=NAMESPACE,
-            ip=_LOCAL_HOSTS[host],
-            port=int(port),
-            ui=True,
-            ui_port=ui_port,
-            dev_server_existing_path=temporal_cli_path(),
-            dev_server_extra_args=list(DEV_SERVER_ARGS),
-            search_attributes=SEARCH_ATTRIBUTES,
-            dev_server_log_level="error",
-        )
+        with _quiet_stdout():  # the server's own banner would repeat what we print
+            env = await WorkflowEnvironment.start_local(
+                namespace=NAMESPACE,
+                ip=_LOCAL_HOSTS[host],
+                port=int(port),
+                ui=True,
+                ui_port=ui_port,
+                dev_server_existing_path=temporal_cli_path(),
+                dev_server_extra_args=list(DEV_SERVER_ARGS),
+                search_attributes=SEARCH_ATTRIBUTES,
+                dev_server_log_level="error",
+            )
         client = env.client
         click.echo(f"  Temporal server: {address} (started for this demo)")
     try:

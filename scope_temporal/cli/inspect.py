@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import click
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from scope_temporal.cli._connect import Connection, connection_options, run_async
@@ -42,7 +43,10 @@ def inspect_command(interaction_id: str, as_json: bool, connection: Connection) 
 async def _inspect(interaction_id: str, as_json: bool, connection: Connection) -> int:
     scope = await connection.scope()
     handle = scope.get_handle(interaction_id)
-    tree = await snapshot_or_none(handle) if await _served(scope.client, handle) else None
+    tree = None
+    served, closed = await _served(scope.client, handle)
+    if served:  # a finished one is read from history if the query is not answered quickly
+        tree = await snapshot_or_none(handle, timeout=3 if closed else 8)
     if tree is None:
         return await _from_history(handle, as_json)
     if as_json:
@@ -55,8 +59,9 @@ async def _inspect(interaction_id: str, as_json: bool, connection: Connection) -
     return 0
 
 
-async def _served(client: Client, handle: InteractionHandle) -> bool:
-    """Whether a worker polls the Interaction's task queue (so a query can be answered)."""
+async def _served(client: Client, handle: InteractionHandle) -> tuple[bool, bool]:
+    """Whether a worker polls the Interaction's task queue (so a query can be answered),
+    and whether the Interaction has ended."""
     try:
         described = await client.get_workflow_handle(handle.id).describe()
         response = await client.workflow_service.describe_task_queue(
@@ -69,8 +74,12 @@ async def _served(client: Client, handle: InteractionHandle) -> bool:
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise click.ClickException(f"no interaction {handle.id!r}") from None
-        return True  # unknown: let the query decide
-    return bool(response.pollers)
+        return True, False  # unknown: let the query decide
+    # the server keeps listing a worker for minutes after it stopped; a live one polls
+    # again at least every minute (long polls), so only recent pollers count
+    now = time.time()
+    polled = any(now - p.last_access_time.ToSeconds() < 75 for p in response.pollers)
+    return polled, described.status != WorkflowExecutionStatus.RUNNING
 
 
 async def snapshot_or_none(handle: InteractionHandle, timeout: float = 8) -> TreeSnapshot | None:

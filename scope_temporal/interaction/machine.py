@@ -406,11 +406,22 @@ class InteractionMachine:
 
     def _open_round(self, s: InteractionState, seq: int, calls: list[ToolCall]) -> None:
         slots = [self._admit_call(s, seq, index, call) for index, call in enumerate(calls)]
+        if s.phase == "failed":
+            return
         s.round = OpenRound(model_call_seq=seq, slots=slots)
         s.phase = "round"
         self._commit_if_complete(s)
 
     def _admit_call(self, s: InteractionState, seq: int, index: int, call: ToolCall) -> CallSlot:
+        try:
+            return self._admit_call_checked(s, seq, index, call)
+        except ScopeError as error:  # the tool's own schema is broken: a definite failure
+            rules.fail(s, error.code, f"Call {call.name!r} could not be checked: {error.message}")
+            return rules.rejected_slot(index, call, "", rejections.not_available(call))
+
+    def _admit_call_checked(
+        self, s: InteractionState, seq: int, index: int, call: ToolCall
+    ) -> CallSlot:
         effect_id = call_effect_id(s.process_id, seq, index)
         delegate = self.definition.delegate(call.name)
         if delegate is not None:
@@ -619,17 +630,21 @@ class InteractionMachine:
         text = model_response.message.text if model_response else "\n".join(
             r.content for r in direct or ()
         )
-        feedback, data = rules.judge(
-            self.definition,
-            CompletionCandidate(
-                source=source,
-                output_text=text,
-                model_response=model_response,
-                direct_tool_results=direct,
-                context=tuple(s.context),
-                artifacts=tuple(s.artifacts),
-            ),
-        )
+        try:
+            feedback, data = rules.judge(
+                self.definition,
+                CompletionCandidate(
+                    source=source,
+                    output_text=text,
+                    model_response=model_response,
+                    direct_tool_results=direct,
+                    context=tuple(s.context),
+                    artifacts=tuple(s.artifacts),
+                ),
+            )
+        except ScopeError as error:  # the validator itself raised: a definite host failure
+            rules.fail(s, error.code, error.message)
+            return
         if feedback is not None:
             s.context.append(Message.user(feedback))
             s.phase = "need_model"

@@ -190,6 +190,8 @@ class ToolCallMachine:
             return False
         if not answer_id:
             raise InvalidSignal("An answer needs a non-empty id (used to deduplicate).")
+        if s.phase == "canceled":
+            raise NoSuchWait(f"Tool call {s.request.process_id!r} was cancelled; nothing waits.")
         if s.wait is None or s.wait.wait_id != wait:
             open_id = s.wait.wait_id if s.wait else None
             raise NoSuchWait(
@@ -256,8 +258,10 @@ class ToolCallMachine:
         self._state.paused = False
 
     def cancel(self) -> None:
+        """End the call as canceled: its wait closes and it is never entered again."""
         if self._state.phase != "settled":
             self._state.phase = "canceled"
+            self._state.wait = None
 
     def snapshot(self) -> ProcessSnapshot:
         s = self._state

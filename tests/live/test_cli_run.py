@@ -27,6 +27,7 @@ PROMPT = "checkout is returning 502 errors since 09:12 UTC, investigate"
 class Stack:
     home: Path
     address: str
+    ui_port: int
     task_queue: str
 
     def env(self, **extra: str) -> dict[str, str]:
@@ -61,8 +62,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The README's path: `scope-temporal dev`, then `scope-temporal worker` (the reference
     app, found from a folder outside the checkout), on free ports."""
     home = tmp_path_factory.mktemp("cli")
-    with dev_server(home) as (_, port, _ui):
-        stack = Stack(home, f"localhost:{port}", f"cli-{uuid.uuid4().hex[:6]}")
+    with dev_server(home) as (_, port, ui_port):
+        stack = Stack(home, f"localhost:{port}", ui_port, f"cli-{uuid.uuid4().hex[:6]}")
         worker = Proc(["worker"], env=stack.env(), cwd=home)
         try:
             worker.wait_for("ready; Ctrl-C to stop", timeout=30)
@@ -181,3 +182,20 @@ def test_run_reports_an_unknown_effect_and_resolve_settles_it(stack: Stack) -> N
         if run is not None:
             run.kill()
         worker.stop()
+
+
+def test_demo_reuses_a_server_already_running(stack: Stack) -> None:
+    out = stack.cli("demo", "--yes", "--address", stack.address, "--ui-port", str(stack.ui_port))
+    assert f"Temporal server: {stack.address} (already running; reused)" in out
+    assert "Root cause: payments-worker" in out
+    assert f"See it in the Temporal UI: http://localhost:{stack.ui_port}/namespaces/default/" \
+           "workflows/ops-demo-" in out
+
+
+def test_errors_are_reported_without_tracebacks(stack: Stack) -> None:
+    failed = stack.cli("run", "nope", "hello", ok=False)
+    assert "✗ failed: [interaction.definition.unknown] No Definition 'nope'" in failed
+    assert "Traceback" not in failed
+    assert "no interaction 'no-such-id'" in stack.cli("inspect", "no-such-id", ok=False)
+    missing = stack.cli("resolve", "no-such-id", "x", "--result", "y", ok=False)
+    assert "Traceback" not in missing and "no-such-id" in missing

@@ -214,12 +214,6 @@ async def test_c50_a_reducer_error_fails_host_with_zero_model_calls(registered: 
 # --- a completion validator that raises -------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: rules.judge raises ScopeError(interaction.host.failed) out of "
-    "InteractionMachine.on_model instead of failing the Interaction; the response is "
-    "refused, the machine stays 'model in flight' and LocalRunner never finishes",
-)
 async def test_c47_a_raising_completion_validator_fails_host_instead_of_wedging() -> None:
     def broken(candidate: CompletionCandidate) -> CompletionDecision:
         raise ValueError("validator bug")

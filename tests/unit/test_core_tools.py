@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from scope_temporal.errors import DefinitionError
+
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.definition import Definition, ToolSet
 from scope_temporal.errors import SettlementMismatch
@@ -1077,26 +1079,29 @@ def test_c24_advertisable_names_travel_with_the_request() -> None:
 # --- a tool whose own schema is invalid -------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: machine._admit_call lets validate_arguments' DefinitionError "
-    "(tool.schema_invalid) escape on_model; the response is refused, the machine stays "
-    "'model in flight' and LocalRunner never finishes",
-)
-async def test_c17_a_tool_with_an_invalid_schema_does_not_wedge_the_interaction() -> None:
+async def test_c17_a_tool_with_an_invalid_schema_is_refused_and_never_wedges_the_loop() -> None:
     @tool(permission="read", schema={"type": "object", "properties": {"x": {"type": 5}}})
     def odd(x: int = 0) -> str:
         """Its schema passes the decorator's structural checks but is not valid JSON schema."""
         return "odd"
 
-    definition = Definition("odd", tools=[odd])
+    with pytest.raises(DefinitionError, match="invalid JSON schema"):
+        Definition("odd", tools=[odd])
+
+    # Defence in depth: were a broken schema to reach the core anyway, the model's
+    # response is consumed and the Interaction fails definitely with the schema code.
+    @tool(permission="read")
+    def fine(x: int = 0) -> str:
+        """A valid schema."""
+        return "ok"
+
+    definition = Definition("odd", tools=[fine])
+    broken = definition.tools.tools[0].model_copy(update={"parameters": odd.spec.parameters})
+    definition.tools.tools = (broken,)
     machine = InteractionMachine.start(definition, "p", [Message.user("go")])
     [call_model] = machine.next_effects()
-    response = reply.tool_calls(("odd", {"x": 1}))
-    # The model answered: its response must be consumed (a definite failure, or a call
-    # whose outcome the ToolCall process classifies as unknown `tool.schema_invalid`).
+    response = reply.tool_calls((broken.name, {"x": 1}))
     machine.on_model(ModelResponded(effect_id=call_model.request.effect_id, response=response))
     assert machine.snapshot().model_calls == 1
-    effects = machine.next_effects()
-    failed = machine.failure is not None and machine.failure.code == "tool.schema_invalid"
-    assert failed or [type(e) for e in effects] == [StartToolCall]
+    assert machine.next_effects() == []
+    assert machine.failure is not None and machine.failure.code == "tool.schema_invalid"

@@ -379,12 +379,6 @@ async def test_c32_local_run_paused_answer_reenters_only_after_resume() -> None:
 # --- cancellation while waiting ----------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ToolCallMachine.cancel() keeps the open wait; check_answer/answer do not "
-    "look at the phase, so an answer revives a canceled call (phase -> ready) and "
-    "next_attempt() re-enters the tool body",
-)
 def test_c44_a_canceled_tool_call_lists_no_wait_and_refuses_answers() -> None:
     child = waiting_machine({"k": 1})
     wait = child.snapshot().pending_tool_inputs[0].wait_id
@@ -398,11 +392,6 @@ def test_c44_a_canceled_tool_call_lists_no_wait_and_refuses_answers() -> None:
     assert child.next_attempt() is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: after LocalRun.cancel() the tree still lists the pending input and "
-    "answering it re-enters the tool body (ToolCallMachine.cancel keeps the wait)",
-)
 async def test_c44_local_run_cancel_never_reenters_a_waiting_tool() -> None:
     entries = Entries()
     ask = asking_tool(entries)
