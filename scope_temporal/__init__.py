@@ -14,7 +14,7 @@ from scope_temporal.chat import (
     Usage,
 )
 from scope_temporal.client import InteractionHandle, ScopeClient
-from scope_temporal.definition import Delegate, Definition, ToolSet
+from scope_temporal.definition import Definition, Delegate, ToolSet
 from scope_temporal.errors import (
     DefinitionError,
     InteractionCanceled,

@@ -121,8 +121,10 @@ class ScopeClient:
         search_attributes = None
         if track:
             search_attributes = TypedSearchAttributes(
-                [SearchAttributePair(names.DEFINITION_ATTRIBUTE, definition),
-                 SearchAttributePair(names.STATUS_ATTRIBUTE, "running")]
+                [
+                    SearchAttributePair(names.DEFINITION_ATTRIBUTE, definition),
+                    SearchAttributePair(names.STATUS_ATTRIBUTE, "running"),
+                ]
             )
         await self.client.start_workflow(
             names.INTERACTION_WORKFLOW,
@@ -193,8 +195,9 @@ class InteractionHandle:
             InvalidSignal: not user messages. SignalConflict: the id was used with other content.
         """
         msgs = tuple(Message.user(m) if isinstance(m, str) else m for m in messages)
-        return bool(await self._update(self.id, names.STEER, SteerInput(signal_id=signal_id,
-                                                                         messages=msgs)))
+        return bool(
+            await self._update(self.id, names.STEER, SteerInput(signal_id=signal_id, messages=msgs))
+        )
 
     async def answer(self, pending: PendingToolInput, answer_id: str, response: Any) -> bool:
         """Answer a tool input wait. The response is validated here first, then by the workflow.
@@ -209,22 +212,28 @@ class InteractionHandle:
                 f"The answer does not match the response schema of {pending.wait_id!r}: {problem}"
             )
         payload = ToolInputAnswer(
-            wait_id=pending.wait_id, answer_id=answer_id, response=response,
+            wait_id=pending.wait_id,
+            answer_id=answer_id,
+            response=response,
             process_id=pending.process_id,
         )
         return bool(await self._update(pending.process_id, names.TOOL_INPUT, payload))
 
     async def resolve(
-        self, unknown: UnknownEffect, settlement: ModelSettlement | ToolSettlement,
-        *, signal_id: str | None = None,
+        self,
+        unknown: UnknownEffect,
+        settlement: ModelSettlement | ToolSettlement,
+        *,
+        signal_id: str | None = None,
     ) -> None:
         """Deliver the host's settlement of an unknown Effect to the Process holding it.
 
         Raises:
             SettlementMismatch: it does not match the retained request of a held unknown.
         """
-        payload = ResolveInput(signal_id=signal_id or f"resolve:{unknown.effect_id}",
-                               settlement=settlement)
+        payload = ResolveInput(
+            signal_id=signal_id or f"resolve:{unknown.effect_id}", settlement=settlement
+        )
         await self._update(unknown.process_id, names.RESOLVE, payload)
 
     async def pause(self) -> None:
@@ -273,7 +282,9 @@ class InteractionHandle:
             InteractionCanceled: the Interaction was cancelled.
         """
         try:
-            output = await self.scope.client.get_workflow_handle(self.id, result_type=Output).result()
+            output = await self.scope.client.get_workflow_handle(
+                self.id, result_type=Output
+            ).result()
         except WorkflowFailureError as error:
             cause = error.cause
             if isinstance(cause, CancelledError):

@@ -1,4 +1,7 @@
-"""Every Temporal name scope-temporal uses. Stable: other-language clients and the UI rely on them."""
+"""Every Temporal name scope-temporal uses.
+
+Stable: other-language clients and the UI rely on them.
+"""
 
 from __future__ import annotations
 
@@ -26,4 +29,3 @@ DEFINITION_ATTRIBUTE = SearchAttributeKey.for_keyword("ScopeDefinition")
 STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("ScopeStatus")
 """Search attribute: running | waiting | paused | completed | failed | canceled."""
 SEARCH_ATTRIBUTES = (DEFINITION_ATTRIBUTE, STATUS_ATTRIBUTE)
-

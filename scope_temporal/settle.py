@@ -34,7 +34,9 @@ def settle_model_result(
         SettlementMismatch: the request is not a model request, or no messages were given.
     """
     if not isinstance(request, ModelEffectRequest):
-        raise SettlementMismatch("settle_model_result needs the request of an unknown *model* effect.")
+        raise SettlementMismatch(
+            "settle_model_result needs the request of an unknown *model* effect."
+        )
     if not messages_sent:
         raise SettlementMismatch("messages_sent must list the messages the model call sent.")
     return ModelSettlement(request=request, response=response, messages_sent=tuple(messages_sent))
@@ -58,7 +60,9 @@ def settle_tool_result(
         SettlementMismatch: with a message saying which part does not match.
     """
     if not isinstance(request, ToolEffectRequest):
-        raise SettlementMismatch("settle_tool_result needs the request of an unknown *tool* effect.")
+        raise SettlementMismatch(
+            "settle_tool_result needs the request of an unknown *tool* effect."
+        )
     if result.call_id != request.call.id or result.name != request.call.name:
         raise SettlementMismatch(
             f"The result answers call {result.call_id!r} ({result.name}), but the unknown effect "
@@ -75,7 +79,9 @@ def settle_tool_result(
     if unknown:
         raise SettlementMismatch(f"{unknown} are not deferred tools of {request.definition!r}.")
     if disposition == "succeeded":
-        outcome: Succeeded | Failed | Rejected = Succeeded(result=result, advertised=tuple(advertised))
+        outcome: Succeeded | Failed | Rejected = Succeeded(
+            result=result, advertised=tuple(advertised)
+        )
     elif disposition == "failed":
         outcome = Failed(result=result)
     elif disposition == "rejected":

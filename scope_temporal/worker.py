@@ -157,20 +157,28 @@ def _check_bindings(
     for definition in definitions:
         for spec in definition.tools.tools + definition.tools.deferred:
             if tools.get(spec.name) is None:
-                problems.append(f"{definition.name!r} binds tool {spec.name!r}: pass it in tools=[...]")
+                problems.append(
+                    f"{definition.name!r} binds tool {spec.name!r}: pass it in tools=[...]"
+                )
         if definition.model not in models:
-            problems.append(f"{definition.name!r} uses model {definition.model!r}: pass it in models={{...}}")
+            problems.append(
+                f"{definition.name!r} uses model {definition.model!r}: pass it in models={{...}}"
+            )
         if definition.context_reducer and definition.context_reducer not in reducers:
             problems.append(
-                f"{definition.name!r} uses reducer {definition.context_reducer!r}: pass it in reducers={{...}}"
+                f"{definition.name!r} uses reducer {definition.context_reducer!r}: "
+                "pass it in reducers={...}"
             )
         for delegate in definition.delegates:
             if delegate.definition not in names:
                 problems.append(
-                    f"{definition.name!r} delegates to {delegate.definition!r}: pass that Definition too"
+                    f"{definition.name!r} delegates to {delegate.definition!r}: "
+                    "pass that Definition too"
                 )
     if problems:
-        raise DefinitionError("The worker cannot serve these Definitions:\n  " + "\n  ".join(problems))
+        raise DefinitionError(
+            "The worker cannot serve these Definitions:\n  " + "\n  ".join(problems)
+        )
 
 
 __all__ = ["ScopeWorker", "sandbox_runner", "with_pydantic_converter"]

@@ -12,15 +12,18 @@ import asyncio
 import functools
 import os
 import signal
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
-from temporalio.service import TLSConfig
+from temporalio.service import RPCError, TLSConfig
 
 from scope_temporal.client import ScopeClient
 from scope_temporal.names import DEFAULT_TASK_QUEUE
@@ -127,16 +130,26 @@ def connection_options(fn: Callable[..., T]) -> Callable[..., T]:
 
     options = (
         click.option(
-            "--address", envvar="TEMPORAL_ADDRESS", default=DEFAULT_ADDRESS, show_default=True,
-            metavar="HOST:PORT", help="Temporal frontend [env TEMPORAL_ADDRESS].",
+            "--address",
+            envvar="TEMPORAL_ADDRESS",
+            default=DEFAULT_ADDRESS,
+            show_default=True,
+            metavar="HOST:PORT",
+            help="Temporal frontend [env TEMPORAL_ADDRESS].",
         ),
         click.option(
-            "--namespace", envvar="TEMPORAL_NAMESPACE", default="default", show_default=True,
+            "--namespace",
+            envvar="TEMPORAL_NAMESPACE",
+            default="default",
+            show_default=True,
             help="Temporal namespace [env TEMPORAL_NAMESPACE].",
         ),
         click.option(
-            "--task-queue", envvar="SCOPE_TASK_QUEUE", default=DEFAULT_TASK_QUEUE,
-            show_default=True, help="Task queue the worker serves [env SCOPE_TASK_QUEUE].",
+            "--task-queue",
+            envvar="SCOPE_TASK_QUEUE",
+            default=DEFAULT_TASK_QUEUE,
+            show_default=True,
+            help="Task queue the worker serves [env SCOPE_TASK_QUEUE].",
         ),
     )
     decorated: Callable[..., T] = command
@@ -172,14 +185,29 @@ async def wait_for_stop() -> None:
             loop.remove_signal_handler(sig)
 
 
-QUERY_TIMEOUT = timedelta(seconds=8)
+async def has_worker(client: Client, task_queue: str) -> bool | None:
+    """Whether a worker polled `task_queue` recently; None when the server cannot tell."""
+    try:
+        response = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=client.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+    except RPCError:
+        return None
+    # the server lists a worker for minutes after it stopped; a live one polls again at
+    # least every minute (long polls), so only recent pollers count
+    now = time.time()
+    return any(now - p.last_access_time.ToSeconds() < 75 for p in response.pollers)
 
 __all__ = [
     "DEFAULT_ADDRESS",
-    "QUERY_TIMEOUT",
     "Connection",
     "connected",
     "connection_options",
+    "has_worker",
     "note_connected",
     "run_async",
     "tls_options",

@@ -105,23 +105,27 @@ class Follower:
                 for process in tree.processes:
                     if process.kind == "interaction":
                         self._progress(tree, process)
-                for process in tree.processes:
-                    for unknown in process.unknown_effects:
-                        if unknown.effect_id not in self._seen.unknowns:
-                            self._seen.unknowns.add(unknown.effect_id)
-                            command = resolve_command(self.handle.id, unknown, self.command_args)
-                            self._say(process.process_id, [
-                                f"! outcome unknown: {unknown_label(unknown)}",
-                                f"{INDENT}why: {shorten(unknown.diagnostic, 110)}",
-                                f"{INDENT}nothing is retried; investigate, then settle it with:",
-                                f"{INDENT}{command}",
-                            ])
+                self._unknowns(tree)
                 await self._waits(tree)
                 if self._unanswered is not None and self.stop_unanswered:
                     return Outcome("waiting", error=self._unanswered)
                 if tree.root.status in ("completed", "failed", "canceled"):
                     return await self._finish(tree)
             await asyncio.sleep(self.poll)
+
+    def _unknowns(self, tree: TreeSnapshot) -> None:
+        for process in tree.processes:
+            for unknown in process.unknown_effects:
+                if unknown.effect_id in self._seen.unknowns:
+                    continue
+                self._seen.unknowns.add(unknown.effect_id)
+                command = resolve_command(self.handle.id, unknown, self.command_args)
+                self._say(process.process_id, [
+                    f"! outcome unknown: {unknown_label(unknown)}",
+                    f"{INDENT}why: {shorten(unknown.diagnostic, 110)}",
+                    f"{INDENT}nothing is retried; investigate, then settle it with:",
+                    f"{INDENT}{command}",
+                ])
 
     async def _snapshot(self) -> TreeSnapshot | None:
         try:
@@ -195,8 +199,12 @@ class Follower:
                         self._seen.results.add(entry.call_ref)
                         delegate = entry.call_ref in delegates
                         self._say(pid, [INDENT + result_line(entry, delegate=delegate)])
-            elif index >= start and message.role == "user" and previous is not None \
-                    and previous.role != "system":
+            elif (
+                index >= start
+                and message.role == "user"
+                and previous is not None
+                and previous.role != "system"
+            ):
                 after_reply = previous.role == "assistant" and not previous.tool_calls
                 kind = "completion validator sent the reply back" if after_reply else "steer"
                 self._say(pid, [f"✎ {kind}: {shorten(message.text, 100)}"])
@@ -221,16 +229,21 @@ class Follower:
             call = call_of(tree, wait.process_id)
             name = call.name if call else wait.process_id
             if self.answer is None:
-                self._say(wait.process_id, [
-                    f"? {name} asks: {wait.prompt}",
-                    f"{INDENT}answer it with: "
-                    f"{answer_command(self.handle.id, wait, self.command_args)}",
-                ])
+                self._say(
+                    wait.process_id,
+                    [
+                        f"? {name} asks: {wait.prompt}",
+                        f"{INDENT}answer it with: "
+                        f"{answer_command(self.handle.id, wait, self.command_args)}",
+                    ],
+                )
                 continue
             value = await self.answer(wait, name)
             if value is None:
-                self._unanswered = (f"{name} is waiting for input; answer it with: "
-                                    f"{answer_command(self.handle.id, wait, self.command_args)}")
+                self._unanswered = (
+                    f"{name} is waiting for input; answer it with: "
+                    f"{answer_command(self.handle.id, wait, self.command_args)}"
+                )
                 click.echo(f"{INDENT}left open; {self._unanswered}")
                 continue
             try:

@@ -130,15 +130,21 @@ def _example(schema: Any) -> Any:
     kind = kind[0] if isinstance(kind, list) and kind else kind
     if kind == "object":
         return {k: _example(v) for k, v in (schema.get("properties") or {}).items()}
-    return {"boolean": True, "string": "...", "integer": 1, "number": 1, "array": []}.get(
-        str(kind)
-    )
+    return {"boolean": True, "string": "...", "integer": 1, "number": 1, "array": []}.get(str(kind))
 
 
 def answer_command(root_id: str, wait: PendingToolInput, extra: Sequence[str] = ()) -> str:
     """The command that answers a wait, with an example answer of the schema's shape."""
-    return shlex.join(["scope-temporal", "answer", root_id, wait.wait_id,
-                       example_answer(wait.response_schema), *extra])
+    return shlex.join(
+        [
+            "scope-temporal",
+            "answer",
+            root_id,
+            wait.wait_id,
+            example_answer(wait.response_schema),
+            *extra,
+        ]
+    )
 
 
 def resolve_command(root_id: str, unknown: UnknownEffect, extra: Sequence[str] = ()) -> str:
@@ -151,8 +157,9 @@ def resolve_command(root_id: str, unknown: UnknownEffect, extra: Sequence[str] =
         placeholder = ["--result", "what you established", "--disposition", "succeeded"]
     else:
         placeholder = ["--result", "the reply the model gave"]
-    return shlex.join(["scope-temporal", "resolve", root_id, unknown.effect_id, *placeholder,
-                       *extra])
+    return shlex.join(
+        ["scope-temporal", "resolve", root_id, unknown.effect_id, *placeholder, *extra]
+    )
 
 
 def unknown_label(unknown: UnknownEffect) -> str:
@@ -164,8 +171,10 @@ def unknown_label(unknown: UnknownEffect) -> str:
 
 def output_lines(output: Output) -> list[str]:
     lines = output.text.strip().splitlines() or ["(empty reply)"]
-    lines.append(f"({output.source.replace('_', ' ')}, {output.model_calls} model call(s)"
-                 + (f", {len(output.artifacts)} artifact(s))" if output.artifacts else ")"))
+    lines.append(
+        f"({output.source.replace('_', ' ')}, {output.model_calls} model call(s)"
+        + (f", {len(output.artifacts)} artifact(s))" if output.artifacts else ")")
+    )
     return lines
 
 
@@ -180,8 +189,9 @@ def render_tree(tree: TreeSnapshot, extra: Sequence[str] = ()) -> list[str]:
         extra: connection options appended to the commands shown.
     """
     root = tree.root
-    lines = [f"{root.process_id} · {root.definition} · {tree.status} · "
-             f"{root.model_calls} model call(s)"]
+    lines = [
+        f"{root.process_id} · {root.definition} · {tree.status} · {root.model_calls} model call(s)"
+    ]
     lines += _Tree(tree, tuple(extra)).body(root, 1)
     return lines
 
@@ -246,11 +256,15 @@ def _child(t: _Tree, child_id: str, call: ToolCall, level: int) -> list[str]:
     except KeyError:
         return [f"{pad}… {call.name} running ({child_id})"]
     if child.kind == "interaction":
-        head = (f"{pad}… {call.name} → delegate {child.definition} {child.status} ({child_id}), "
-                f"{child.model_calls} model call(s)")
+        head = (
+            f"{pad}… {call.name} → delegate {child.definition} {child.status} ({child_id}), "
+            f"{child.model_calls} model call(s)"
+        )
         return [head, *_process_body(t, child, level + 1)]
-    lines = [f"{pad}… {call_label(call, 24)} {child.status} ({child_id}), "
-             f"entered {child.tool_entries} time(s)"]
+    lines = [
+        f"{pad}… {call_label(call, 24)} {child.status} ({child_id}), "
+        f"entered {child.tool_entries} time(s)"
+    ]
     for wait in child.pending_tool_inputs:
         lines += [
             f"{pad}{INDENT}? input wait {wait.wait_id}: {shorten(wait.prompt, 80)}",

@@ -19,7 +19,10 @@ from scope_temporal.errors import ScopeError
 @click.option("--answer-id", default=None, help="Idempotency id of this answer (default: random).")
 @connection_options
 def answer(
-    interaction_id: str, wait_id: str, answer_json: str, answer_id: str | None,
+    interaction_id: str,
+    wait_id: str,
+    answer_json: str,
+    answer_id: str | None,
     connection: Connection,
 ) -> int:
     """Answer the input request WAIT_ID of a tool in INTERACTION_ID with JSON.
@@ -36,7 +39,10 @@ def answer(
 
 
 async def _answer(
-    interaction_id: str, wait_id: str, answer_json: str, answer_id: str | None,
+    interaction_id: str,
+    wait_id: str,
+    answer_json: str,
+    answer_id: str | None,
     connection: Connection,
 ) -> int:
     scope = await connection.scope()
@@ -49,12 +55,14 @@ async def _answer(
     pending = next((w for w in waits if w.wait_id == wait_id), None)
     if pending is None:
         open_waits = ", ".join(w.wait_id for w in waits) or "none"
-        raise click.ClickException(f"{interaction_id} has no open wait {wait_id!r} "
-                                   f"(open waits: {open_waits})")
+        raise click.ClickException(
+            f"{interaction_id} has no open wait {wait_id!r} (open waits: {open_waits})"
+        )
     value, problem = parse_answer(answer_json, pending.response_schema)
     if problem is not None:
-        raise click.ClickException(f"the answer {problem}\n  expected: "
-                                   f"{schema_hint(pending.response_schema)}")
+        raise click.ClickException(
+            f"the answer {problem}\n  expected: {schema_hint(pending.response_schema)}"
+        )
     try:
         await handle.answer(pending, answer_id or f"cli-{uuid.uuid4().hex[:8]}", value)
     except ScopeError as error:

@@ -40,26 +40,44 @@ NAMESPACE = "default"
 
 def ui_url(ui_port: int, workflow_id: str, namespace: str = NAMESPACE) -> str:
     """The Temporal UI page of a workflow."""
-    return (f"http://localhost:{ui_port}/namespaces/{quote(namespace, safe='')}"
-            f"/workflows/{quote(workflow_id, safe='')}")
+    return (
+        f"http://localhost:{ui_port}/namespaces/{quote(namespace, safe='')}"
+        f"/workflows/{quote(workflow_id, safe='')}"
+    )
 
 
 @click.command()
 @click.option("--yes", "-y", is_flag=True, help="Approve the restart automatically (no prompt).")
-@click.option("--keep", is_flag=True,
-              help="Keep the server and the worker running afterwards, until Ctrl-C.")
-@click.option("--address", envvar="TEMPORAL_ADDRESS", default="localhost:7233",
-              show_default=True, metavar="HOST:PORT",
-              help="Use the Temporal server there if one answers; otherwise start one there "
-              "(local addresses only).")
-@click.option("--ui-port", default=8233, show_default=True,
-              help="Port of the Temporal UI (of the server started, or already running).")
-@click.option("--task-queue", default="scope-demo", show_default=True,
-              help="Task queue of the in-process worker.")
-@click.option("--prompt", default=None, help="What to ask the ops agent (default: the sample "
-              "incident).")
-def demo(yes: bool, keep: bool, address: str, ui_port: int, task_queue: str,
-         prompt: str | None) -> int:
+@click.option(
+    "--keep", is_flag=True, help="Keep the server and the worker running afterwards, until Ctrl-C."
+)
+@click.option(
+    "--address",
+    envvar="TEMPORAL_ADDRESS",
+    default="localhost:7233",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Use the Temporal server there if one answers; otherwise start one there "
+    "(local addresses only).",
+)
+@click.option(
+    "--ui-port",
+    default=8233,
+    show_default=True,
+    help="Port of the Temporal UI (of the server started, or already running).",
+)
+@click.option(
+    "--task-queue",
+    default="scope-demo",
+    show_default=True,
+    help="Task queue of the in-process worker.",
+)
+@click.option(
+    "--prompt", default=None, help="What to ask the ops agent (default: the sample incident)."
+)
+def demo(
+    yes: bool, keep: bool, address: str, ui_port: int, task_queue: str, prompt: str | None
+) -> int:
     """Run the reference ops agent end to end: server, worker and agent in one command.
 
     The agent investigates the sample incident shipped in activities/data/ (checkout
@@ -103,14 +121,16 @@ def _quiet_stdout() -> Iterator[None]:
 async def _connect(address: str) -> Client | None:
     note_connected()
     try:
-        return await asyncio.wait_for(Client.connect(address, namespace=NAMESPACE,
-                                                     **tls_options()), 3)
+        return await asyncio.wait_for(
+            Client.connect(address, namespace=NAMESPACE, **tls_options()), 3
+        )
     except (RuntimeError, OSError, TimeoutError):
         return None
 
 
-async def _demo(yes: bool, keep: bool, address: str, ui_port: int, task_queue: str,
-                prompt: str | None) -> int:
+async def _demo(
+    yes: bool, keep: bool, address: str, ui_port: int, task_queue: str, prompt: str | None
+) -> int:
     app = load_app(None)
     click.echo("scope-temporal demo: the reference `ops` agent investigates a sample incident")
     for line in app.model_lines():
@@ -122,8 +142,10 @@ async def _demo(yes: bool, keep: bool, address: str, ui_port: int, task_queue: s
     else:
         host, _, port = address.rpartition(":")
         if host not in _LOCAL_HOSTS or not port.isdigit():
-            raise click.ClickException(f"no Temporal server answers at {address}, and a server "
-                                       "can only be started on localhost")
+            raise click.ClickException(
+                f"no Temporal server answers at {address}, and a server "
+                "can only be started on localhost"
+            )
         click.echo(f"  starting a Temporal dev server at {address} with its UI on port {ui_port}…")
         with _quiet_stdout():  # the server's own banner would repeat what we print
             env = await WorkflowEnvironment.start_local(
@@ -140,25 +162,36 @@ async def _demo(yes: bool, keep: bool, address: str, ui_port: int, task_queue: s
         client = env.client
         click.echo(f"  Temporal server: {address} (started for this demo)")
     try:
-        async with ScopeWorker(client, task_queue=task_queue, definitions=app.definitions,
-                               tools=app.tools, models=app.models):
+        async with ScopeWorker(
+            client,
+            task_queue=task_queue,
+            definitions=app.definitions,
+            tools=app.tools,
+            models=app.models,
+        ):
             scope = ScopeClient(client, task_queue=task_queue)
-            handle = await scope.start("ops", prompt or app.prompt or "investigate",
-                                       id=f"ops-demo-{uuid.uuid4().hex[:8]}")
+            handle = await scope.start(
+                "ops", prompt or app.prompt or "investigate", id=f"ops-demo-{uuid.uuid4().hex[:8]}"
+            )
             url = ui_url(ui_port, handle.id)
             click.echo(f"  worker: in this process, task queue {task_queue!r}")
             click.echo(f"started {handle.id}; watch it in the Temporal UI: {url}\n")
-            follower = Follower(handle, answer=Terminal(auto_approve=yes), stop_unanswered=True,
-                                command_args=[] if address == DEFAULT_ADDRESS else
-                                ["--address", address])
+            follower = Follower(
+                handle,
+                answer=Terminal(auto_approve=yes),
+                stop_unanswered=True,
+                command_args=[] if address == DEFAULT_ADDRESS else ["--address", address],
+            )
             outcome = await follower.follow()
             print_outcome(outcome)
             click.echo(f"\nSee it in the Temporal UI: {url}")
             click.echo("  (the tool calls and the delegate are child workflows of it)")
             if keep:
-                click.echo(f"\nThe Temporal server ({address}) and the worker keep running. "
-                           f"Try:\n  scope-temporal inspect {handle.id} --address {address} "
-                           f"--task-queue {task_queue}\nPress Ctrl-C to stop.")
+                click.echo(
+                    f"\nThe Temporal server ({address}) and the worker keep running. "
+                    f"Try:\n  scope-temporal inspect {handle.id} --address {address} "
+                    f"--task-queue {task_queue}\nPress Ctrl-C to stop."
+                )
                 await wait_for_stop()
                 click.echo("stopping…")
     finally:

@@ -21,11 +21,17 @@ from scope_temporal.testing.devserver import (
 def dev_server_command(*, port: int, ui_port: int, db: Path, ip: str = "127.0.0.1") -> list[str]:
     """The `temporal server start-dev` command line `dev` runs."""
     return [
-        temporal_cli_path(), "server", "start-dev",
-        "--ip", ip,
-        "--port", str(port),
-        "--ui-port", str(ui_port),
-        "--db-filename", str(db),
+        temporal_cli_path(),
+        "server",
+        "start-dev",
+        "--ip",
+        ip,
+        "--port",
+        str(port),
+        "--ui-port",
+        str(ui_port),
+        "--db-filename",
+        str(db),
         *DEV_SERVER_ARGS,
         *search_attribute_args(),
     ]
@@ -46,11 +52,14 @@ def wait_for_port(
 
 
 @click.command()
-@click.option("--port", default=7233, show_default=True,
-              help="Port of the Temporal frontend (gRPC).")
+@click.option(
+    "--port", default=7233, show_default=True, help="Port of the Temporal frontend (gRPC)."
+)
 @click.option("--ui-port", default=8233, show_default=True, help="Port of the web UI.")
 @click.option(
-    "--db", default=Path(".scope/temporal.db"), show_default=True,
+    "--db",
+    default=Path(".scope/temporal.db"),
+    show_default=True,
     type=click.Path(dir_okay=False, path_type=Path),
     help="SQLite file keeping workflows across restarts (its folder is created).",
 )

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import click
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from scope_temporal.cli._connect import Connection, connection_options, run_async
+from scope_temporal.cli._connect import Connection, connection_options, has_worker, run_async
 from scope_temporal.cli._render import output_lines, render_tree
 from scope_temporal.client import InteractionHandle
 from scope_temporal.errors import InteractionCanceled, InteractionFailed, ScopeError
@@ -64,22 +60,12 @@ async def _served(client: Client, handle: InteractionHandle) -> tuple[bool, bool
     and whether the Interaction has ended."""
     try:
         described = await client.get_workflow_handle(handle.id).describe()
-        response = await client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=client.namespace,
-                task_queue=TaskQueue(name=described.task_queue),
-                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-            )
-        )
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise click.ClickException(f"no interaction {handle.id!r}") from None
         return True, False  # unknown: let the query decide
-    # the server keeps listing a worker for minutes after it stopped; a live one polls
-    # again at least every minute (long polls), so only recent pollers count
-    now = time.time()
-    polled = any(now - p.last_access_time.ToSeconds() < 75 for p in response.pollers)
-    return polled, described.status != WorkflowExecutionStatus.RUNNING
+    served = await has_worker(client, described.task_queue)
+    return served is not False, described.status != WorkflowExecutionStatus.RUNNING
 
 
 async def snapshot_or_none(handle: InteractionHandle, timeout: float = 8) -> TreeSnapshot | None:

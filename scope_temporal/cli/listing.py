@@ -9,9 +9,12 @@ from scope_temporal.cli._connect import Connection, connection_options, run_asyn
 
 @click.command("list")
 @click.option("--limit", default=20, show_default=True, help="At most this many.")
-@click.option("--query", default=None, metavar="VISIBILITY-QUERY",
-              help="Extra filter, e.g. \"ExecutionStatus = 'Running'\" or "
-              "\"ScopeDefinition = 'ops'\".")
+@click.option(
+    "--query",
+    default=None,
+    metavar="VISIBILITY-QUERY",
+    help="Extra filter, e.g. \"ExecutionStatus = 'Running'\" or \"ScopeDefinition = 'ops'\".",
+)
 @connection_options
 def list_command(limit: int, query: str | None, connection: Connection) -> int:
     """List the most recent root Interactions (newest first) with their status.
@@ -28,7 +31,7 @@ async def _list(limit: int, query: str | None, connection: Connection) -> int:
     scope = await connection.scope()
     found = await scope.list(query=query, limit=limit)
     if not found:
-        click.echo("no interactions yet (start one: scope-temporal run ops \"...\")")
+        click.echo('no interactions yet (start one: scope-temporal run ops "...")')
         return 0
     width = max(len(item.id) for item in found)
     click.echo(f"{'ID':<{width}}  {'STATUS':<10}  STARTED")

@@ -26,19 +26,40 @@ from scope_temporal.tools.outcome import Disposition
 @click.command()
 @click.argument("interaction_id")
 @click.argument("effect_id")
-@click.option("--result", "result_text", metavar="TEXT|JSON",
-              help="What the call produced: a tool's model-visible result text, or a model's "
-              "reply text or Response JSON.")
-@click.option("--file", "result_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Read the result from a file instead.")
-@click.option("--disposition", type=click.Choice(["succeeded", "failed", "rejected"]),
-              default=None, help="Tool effects: how the call ended [default: succeeded].")
-@click.option("--advertise", multiple=True, metavar="TOOL",
-              help="Tool effects: deferred tools the call advertised (repeatable).")
+@click.option(
+    "--result",
+    "result_text",
+    metavar="TEXT|JSON",
+    help="What the call produced: a tool's model-visible result text, or a model's "
+    "reply text or Response JSON.",
+)
+@click.option(
+    "--file",
+    "result_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read the result from a file instead.",
+)
+@click.option(
+    "--disposition",
+    type=click.Choice(["succeeded", "failed", "rejected"]),
+    default=None,
+    help="Tool effects: how the call ended [default: succeeded].",
+)
+@click.option(
+    "--advertise",
+    multiple=True,
+    metavar="TOOL",
+    help="Tool effects: deferred tools the call advertised (repeatable).",
+)
 @connection_options
 def resolve(
-    interaction_id: str, effect_id: str, result_text: str | None, result_file: Path | None,
-    disposition: str | None, advertise: tuple[str, ...], connection: Connection,
+    interaction_id: str,
+    effect_id: str,
+    result_text: str | None,
+    result_file: Path | None,
+    disposition: str | None,
+    advertise: tuple[str, ...],
+    connection: Connection,
 ) -> int:
     """Settle the unknown effect EFFECT_ID of INTERACTION_ID.
 
@@ -56,13 +77,18 @@ def resolve(
     if (result_text is None) == (result_file is None):
         raise click.UsageError("give the result with exactly one of --result or --file")
     content = result_text if result_text is not None else result_file.read_text()  # type: ignore[union-attr]
-    return run_async(_resolve(interaction_id, effect_id, content, disposition, advertise,
-                              connection))
+    return run_async(
+        _resolve(interaction_id, effect_id, content, disposition, advertise, connection)
+    )
 
 
 async def _resolve(
-    interaction_id: str, effect_id: str, content: str, disposition: str | None,
-    advertise: tuple[str, ...], connection: Connection,
+    interaction_id: str,
+    effect_id: str,
+    content: str,
+    disposition: str | None,
+    advertise: tuple[str, ...],
+    connection: Connection,
 ) -> int:
     scope = await connection.scope()
     handle = scope.get_handle(interaction_id)
@@ -73,16 +99,19 @@ async def _resolve(
     unknown = next((u for u in tree.unknown_effects if u.effect_id == effect_id), None)
     if unknown is None:
         held = ", ".join(u.effect_id for u in tree.unknown_effects) or "none"
-        raise click.ClickException(f"{interaction_id} holds no unknown effect {effect_id!r} "
-                                   f"(unknown effects: {held})")
+        raise click.ClickException(
+            f"{interaction_id} holds no unknown effect {effect_id!r} (unknown effects: {held})"
+        )
     try:
         settlement = settlement_for(unknown, content, disposition, advertise)
         await handle.resolve(unknown, settlement)
     except ScopeError as error:
         raise click.ClickException(f"settlement refused: {error}") from None
     kind = settlement.outcome.kind if isinstance(settlement, ToolSettlement) else "a reply"
-    click.echo(f"settled {effect_id} as {kind}; the interaction continues "
-               f"(scope-temporal inspect {interaction_id})")
+    click.echo(
+        f"settled {effect_id} as {kind}; the interaction continues "
+        f"(scope-temporal inspect {interaction_id})"
+    )
     return 0
 
 
@@ -102,8 +131,12 @@ def settlement_for(
             chosen = "failed"
         elif disposition == "rejected":
             chosen = "rejected"
-        result = ToolResult(call_id=request.call.id, name=request.call.name, content=content,
-                            is_error=chosen != "succeeded")
+        result = ToolResult(
+            call_id=request.call.id,
+            name=request.call.name,
+            content=content,
+            is_error=chosen != "succeeded",
+        )
         return settle_tool_result(request, result, chosen, advertise)
     assert isinstance(request, ModelEffectRequest)
     if disposition is not None or advertise:

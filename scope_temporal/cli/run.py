@@ -7,7 +7,7 @@ import asyncio
 import click
 
 from scope_temporal.cli._answers import Terminal
-from scope_temporal.cli._connect import Connection, connection_options, run_async
+from scope_temporal.cli._connect import Connection, connection_options, has_worker, run_async
 from scope_temporal.cli._follow import Follower, print_outcome
 from scope_temporal.errors import ScopeError
 
@@ -15,13 +15,18 @@ from scope_temporal.errors import ScopeError
 @click.command()
 @click.argument("definition")
 @click.argument("prompt")
-@click.option("--id", "workflow_id", default=None,
-              help="Workflow id (default: DEFINITION-<random>).")
+@click.option(
+    "--id", "workflow_id", default=None, help="Workflow id (default: DEFINITION-<random>)."
+)
 @click.option("--detach", is_flag=True, help="Start it, print the id and return; do not follow.")
 @click.option("--yes", is_flag=True, help="Approve approval requests automatically.")
 @connection_options
 def run(
-    definition: str, prompt: str, workflow_id: str | None, detach: bool, yes: bool,
+    definition: str,
+    prompt: str,
+    workflow_id: str | None,
+    detach: bool,
+    yes: bool,
     connection: Connection,
 ) -> int:
     """Start an Interaction of DEFINITION with PROMPT and follow it live.
@@ -42,7 +47,11 @@ def run(
 
 
 async def _run(
-    definition: str, prompt: str, workflow_id: str | None, detach: bool, yes: bool,
+    definition: str,
+    prompt: str,
+    workflow_id: str | None,
+    detach: bool,
+    yes: bool,
     connection: Connection,
 ) -> int:
     scope = await connection.scope()
@@ -51,16 +60,22 @@ async def _run(
     except ScopeError as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"started {handle.id} ({definition}) on task queue {connection.task_queue!r}")
+    if await has_worker(scope.client, connection.task_queue) is False:
+        click.echo(f"  no worker is serving task queue {connection.task_queue!r} yet: start one "
+                   "(scope-temporal worker); the Interaction waits for it")
     if detach:
         click.echo(f"follow it with: scope-temporal inspect {handle.id}")
         return 0
     try:
-        follower = Follower(handle, answer=Terminal(auto_approve=yes),
-                            command_args=connection.args())
+        follower = Follower(
+            handle, answer=Terminal(auto_approve=yes), command_args=connection.args()
+        )
         outcome = await follower.follow()
     except asyncio.CancelledError:  # Ctrl-C
-        click.echo(f"\nstopped following; {handle.id} goes on. Look at it with: "
-                   f"scope-temporal inspect {handle.id}")
+        click.echo(
+            f"\nstopped following; {handle.id} goes on. Look at it with: "
+            f"scope-temporal inspect {handle.id}"
+        )
         raise
     print_outcome(outcome)
     return 0 if outcome.status == "completed" else 1

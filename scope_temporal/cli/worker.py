@@ -11,7 +11,11 @@ from scope_temporal.worker import ScopeWorker
 
 @click.command()
 @click.option(
-    "--app", "app_module", metavar="PACKAGE.MODULE", envvar="SCOPE_APP", default=None,
+    "--app",
+    "app_module",
+    metavar="PACKAGE.MODULE",
+    envvar="SCOPE_APP",
+    default=None,
     help="Module exposing `definitions`, `tools` and `models` (or `build_models()`) "
     "[env SCOPE_APP; default: the reference app from the project root].",
 )
@@ -43,9 +47,11 @@ async def serve(app: App, connection: Connection) -> int:
     )
     async with scope_worker:
         names = ", ".join(d.name for d in app.definitions)
-        click.echo(f"worker serving {names} from {app.module} on task queue "
-                   f"{connection.task_queue!r} at {connection.address} "
-                   f"(namespace {connection.namespace})")
+        click.echo(
+            f"worker serving {names} from {app.module} on task queue "
+            f"{connection.task_queue!r} at {connection.address} "
+            f"(namespace {connection.namespace})"
+        )
         for line in app.model_lines():
             click.echo(f"  model {line}")
         click.echo("ready; Ctrl-C to stop")

@@ -280,7 +280,9 @@ class InteractionMachine:
     ) -> None:
         """Record a refused signal for the snapshot; nothing else changes."""
         self._state.rejected_signals.append(
-            RejectedSignal(signal_id=signal_id, signal=signal, code=error.code, message=error.message)
+            RejectedSignal(
+                signal_id=signal_id, signal=signal, code=error.code, message=error.message
+            )
         )
 
     def pause(self) -> None:
@@ -427,7 +429,9 @@ class InteractionMachine:
         if delegate is not None:
             error = validate_arguments(delegate.input_schema, call.arguments)
             if error is not None:
-                return rules.rejected_slot(index, call, effect_id, rejections.invalid_arguments(call, error))
+                return rules.rejected_slot(
+                    index, call, effect_id, rejections.invalid_arguments(call, error)
+                )
             return CallSlot(
                 index=index,
                 call=call,
@@ -444,7 +448,9 @@ class InteractionMachine:
             )
         error = validate_arguments(spec.parameters, call.arguments)
         if error is not None:
-            return rules.rejected_slot(index, call, effect_id, rejections.invalid_arguments(call, error))
+            return rules.rejected_slot(
+                index, call, effect_id, rejections.invalid_arguments(call, error)
+            )
         return CallSlot(
             index=index,
             call=call,
@@ -542,8 +548,12 @@ class InteractionMachine:
                 f"Result for call id {outcome.result.call_id!r} settles call {slot.call.id!r}."
             )
         if isinstance(outcome, Succeeded):
-            invalid = [n for n in outcome.advertised if n not in self.definition.tools.names
-                       or self.definition.tools.get(n) not in self.definition.tools.deferred]
+            invalid = [
+                n
+                for n in outcome.advertised
+                if n not in self.definition.tools.names
+                or self.definition.tools.get(n) not in self.definition.tools.deferred
+            ]
             if invalid:
                 outcome = Failed(
                     result=ToolResult(
@@ -602,13 +612,16 @@ class InteractionMachine:
             RoundResults(
                 process_id=s.process_id,
                 model_call_seq=round_.model_call_seq,
-                entries=tuple(rules.result_entry(s.process_id, round_.model_call_seq, x)
-                              for x in round_.slots),
+                entries=tuple(
+                    rules.result_entry(s.process_id, round_.model_call_seq, x) for x in round_.slots
+                ),
             )
         )
         s.round = None
-        direct = all(x.target == "tool" and x.direct_result and x.disposition == "succeeded"
-                     for x in round_.slots)
+        direct = all(
+            x.target == "tool" and x.direct_result and x.disposition == "succeeded"
+            for x in round_.slots
+        )
         if direct:
             self._candidate(s, direct=tuple(results))
         else:
@@ -627,8 +640,10 @@ class InteractionMachine:
         source: Literal["model_response", "direct_tool_results"] = (
             "model_response" if model_response is not None else "direct_tool_results"
         )
-        text = model_response.message.text if model_response else "\n".join(
-            r.content for r in direct or ()
+        text = (
+            model_response.message.text
+            if model_response
+            else "\n".join(r.content for r in direct or ())
         )
         try:
             feedback, data = rules.judge(

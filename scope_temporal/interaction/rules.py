@@ -9,16 +9,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scope_temporal import errors
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.definition import Definition
+from scope_temporal.ids import tool_call_ref
 from scope_temporal.interaction.snapshot import ResultEntry
 from scope_temporal.interaction.state import CallSlot, InteractionState
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import CompletionCandidate, Failure
-from scope_temporal.tools.validation import validate_value
 from scope_temporal.tools.spec import ToolSpec
-from scope_temporal.ids import tool_call_ref
-from scope_temporal import errors
+from scope_temporal.tools.validation import validate_value
 
 
 def fail(s: InteractionState, code: str, message: str) -> None:

@@ -186,7 +186,9 @@ class ToolCallMachine:
         digest = content_digest([wait, response])
         if answer_id in s.answers:
             if s.answers[answer_id] != digest:
-                raise SignalConflict(f"Answer id {answer_id!r} was already used with another answer.")
+                raise SignalConflict(
+                    f"Answer id {answer_id!r} was already used with another answer."
+                )
             return False
         if not answer_id:
             raise InvalidSignal("An answer needs a non-empty id (used to deduplicate).")
@@ -248,7 +250,9 @@ class ToolCallMachine:
         self, signal_id: str, signal: Literal["steer", "tool_input", "resolve"], error: ScopeError
     ) -> None:
         self._state.rejected_signals.append(
-            RejectedSignal(signal_id=signal_id, signal=signal, code=error.code, message=error.message)
+            RejectedSignal(
+                signal_id=signal_id, signal=signal, code=error.code, message=error.message
+            )
         )
 
     def pause(self) -> None:
@@ -266,7 +270,7 @@ class ToolCallMachine:
     def snapshot(self) -> ProcessSnapshot:
         s = self._state
         req = s.request
-        waits = ()
+        waits: tuple[PendingToolInput, ...] = ()
         if s.wait is not None:
             waits = (
                 PendingToolInput(
@@ -277,7 +281,7 @@ class ToolCallMachine:
                     ref=req.ref,
                 ),
             )
-        unknown = ()
+        unknown: tuple[UnknownEffect, ...] = ()
         if s.phase == "unknown":
             unknown = (
                 UnknownEffect(

@@ -151,13 +151,15 @@ class LocalRun:
         process = self._processes.get(unknown.process_id)
         if isinstance(process, _Interaction) and isinstance(settlement, ModelSettlement):
             process.machine.resolve(settlement)
-        elif isinstance(process, _ToolCall) and isinstance(settlement, ToolSettlement):
+            process.pump()
+            return
+        if isinstance(process, _ToolCall) and isinstance(settlement, ToolSettlement):
             process.machine.resolve(settlement)
-        else:
-            raise errors.SettlementMismatch(
-                f"{type(settlement).__name__} does not settle process {unknown.process_id!r}."
-            )
-        process.pump()
+            process.pump()
+            return
+        raise errors.SettlementMismatch(
+            f"{type(settlement).__name__} does not settle process {unknown.process_id!r}."
+        )
 
     async def pause(self) -> None:
         for process in self._processes.values():
@@ -205,7 +207,10 @@ class LocalRun:
 
 class _Interaction:
     def __init__(
-        self, run: LocalRun, machine: InteractionMachine, parent: _Interaction | None,
+        self,
+        run: LocalRun,
+        machine: InteractionMachine,
+        parent: _Interaction | None,
         effect_id: str | None = None,
     ) -> None:
         self.run = run
@@ -278,8 +283,9 @@ class _Interaction:
     async def _call_model(self, effect: CallModel) -> None:
         runner = self.run.runner
         try:
-            outcome = await call_model(effect.request, runner.models, runner.reducers,
-                                       runner.observers)
+            outcome = await call_model(
+                effect.request, runner.models, runner.reducers, runner.observers
+            )
         except asyncio.CancelledError:
             outcome = ModelUnknown(effect_id=effect.request.effect_id, diagnostic="cancelled")
             if self.machine.done:
@@ -313,8 +319,9 @@ class _ToolCall:
     async def _run(self, attempt: ToolAttempt) -> None:
         runner = self.run.runner
         try:
-            outcome = await run_tool_attempt(attempt, runner.tools, runner.middleware,
-                                             runner.observers)
+            outcome = await run_tool_attempt(
+                attempt, runner.tools, runner.middleware, runner.observers
+            )
         except asyncio.CancelledError:
             if self.machine.status == "canceled":
                 return

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -59,7 +59,10 @@ def _scope_error(error: ScopeError) -> Exception:
 
 # ScopeError: a deterministic framework error (e.g. the Definition changed under a running
 # Interaction) must fail the workflow with its code, never loop as a workflow-task failure.
-@workflow.defn(name=names.INTERACTION_WORKFLOW, failure_exception_types=[ScopeError, workflow.NondeterminismError])
+@workflow.defn(
+    name=names.INTERACTION_WORKFLOW,
+    failure_exception_types=[ScopeError, workflow.NondeterminismError],
+)
 class InteractionWorkflow:
     """One Interaction of any registered Definition (chosen by name from the input)."""
 
@@ -128,8 +131,14 @@ class InteractionWorkflow:
         while True:
             for effect in machine.next_effects():
                 if isinstance(effect, CallModel):
-                    self._spawn(self._call_model(machine, effect, definition.model_timeout,
-                                                 definition.model_heartbeat_timeout))
+                    self._spawn(
+                        self._call_model(
+                            machine,
+                            effect,
+                            definition.model_timeout,
+                            definition.model_heartbeat_timeout,
+                        )
+                    )
                 elif isinstance(effect, StartToolCall):
                     self._spawn(self._run_tool_call(machine, effect))
                 elif isinstance(effect, StartDelegate):
@@ -186,8 +195,10 @@ class InteractionWorkflow:
         )
         if input.track_status:
             workflow.upsert_search_attributes(
-                [names.DEFINITION_ATTRIBUTE.value_set(snap.definition),
-                 names.STATUS_ATTRIBUTE.value_set(snap.status)]
+                [
+                    names.DEFINITION_ATTRIBUTE.value_set(snap.definition),
+                    names.STATUS_ATTRIBUTE.value_set(snap.status),
+                ]
             )
 
     async def _call_model(
@@ -211,7 +222,9 @@ class InteractionWorkflow:
         except ActivityError as error:
             if workflow.cancellation_reason() is not None:
                 return  # the Interaction is being cancelled; run() ends it as canceled
-            result = ModelUnknown(effect_id=request.effect_id, diagnostic=describe_activity_error(error))
+            result = ModelUnknown(
+                effect_id=request.effect_id, diagnostic=describe_activity_error(error)
+            )
         if not machine.done:
             machine.on_model(result)
 
@@ -233,15 +246,20 @@ class InteractionWorkflow:
                 static_summary=call_summary("tool", request.call),
             )
         except Exception as error:  # the child could not start: a host failure
-            machine.fail(errors.TOOL_CHILD_REJECTED,
-                         f"ToolCall child {request.process_id!r} could not start: {error}")
+            machine.fail(
+                errors.TOOL_CHILD_REJECTED,
+                f"ToolCall child {request.process_id!r} could not start: {error}",
+            )
             return
         try:
             settled = await handle
         except ChildWorkflowError as error:
             failure = child_failure(error, errors.HOST_FAILED)
-            machine.fail(failure.code, f"ToolCall child {request.process_id!r} ended without a "
-                         f"settlement: {failure.message}")
+            machine.fail(
+                failure.code,
+                f"ToolCall child {request.process_id!r} ended without a "
+                f"settlement: {failure.message}",
+            )
             return
         if not machine.done:
             machine.on_call(settled)
@@ -250,12 +268,16 @@ class InteractionWorkflow:
         self, machine: InteractionMachine, effect: StartDelegate, track_status: bool
     ) -> None:
         if registry.lookup(workflow.info().task_queue, effect.definition) is None:
-            machine.on_call(DelegateSettled(
-                effect_id=effect.effect_id,
-                failure=Failure.of(errors.DELEGATE_REJECTED,
-                                   f"Definition {effect.definition!r} is not registered on this "
-                                   "task queue; the delegate was not started."),
-            ))
+            machine.on_call(
+                DelegateSettled(
+                    effect_id=effect.effect_id,
+                    failure=Failure.of(
+                        errors.DELEGATE_REJECTED,
+                        f"Definition {effect.definition!r} is not registered on this "
+                        "task queue; the delegate was not started.",
+                    ),
+                )
+            )
             return
         try:
             handle = await workflow.start_child_workflow(
@@ -382,10 +404,13 @@ class InteractionWorkflow:
             if target == child or target.startswith(child + "/"):
                 self._signal_child(child, signal, payload)
                 return
-        signal_id = getattr(payload, "signal_id", None) or getattr(payload, "answer_id", "")
-        kind = "resolve" if signal == names.RESOLVE else "tool_input"
+        signal_id = str(getattr(payload, "signal_id", None) or getattr(payload, "answer_id", ""))
+        kind: Literal["resolve", "tool_input"] = (
+            "resolve" if signal == names.RESOLVE else "tool_input"
+        )
         machine.record_rejected(
-            signal_id, kind,
+            signal_id,
+            kind,
             errors.NoSuchWait(f"No active child process {target!r} to deliver {signal} to."),
         )
 

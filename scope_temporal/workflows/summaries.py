@@ -20,8 +20,9 @@ def call_summary(kind: str, call: ToolCall) -> str:
     except ValueError:
         arguments = None
     if isinstance(arguments, dict):
-        shown = ", ".join(f"{k}={_shorten(json.dumps(v, ensure_ascii=False), 30)}"
-                          for k, v in arguments.items())
+        shown = ", ".join(
+            f"{k}={_shorten(json.dumps(v, ensure_ascii=False), 30)}" for k, v in arguments.items()
+        )
     else:
         shown = _shorten(call.arguments, 40)
     return _shorten(f"{kind} {call.name}({shown})")

@@ -46,7 +46,10 @@ def _scope_error(error: ScopeError) -> Exception:
 
 
 # ScopeError: deterministic framework errors fail the workflow with their code.
-@workflow.defn(name=names.TOOL_CALL_WORKFLOW, failure_exception_types=[ScopeError, workflow.NondeterminismError])
+@workflow.defn(
+    name=names.TOOL_CALL_WORKFLOW,
+    failure_exception_types=[ScopeError, workflow.NondeterminismError],
+)
 class ToolCallWorkflow:
     """The Tool call Process of one logical call."""
 
@@ -67,8 +70,10 @@ class ToolCallWorkflow:
             if attempt is None:
                 self._show(machine)
                 await workflow.wait_condition(
-                    lambda: machine.outcome is not None
-                    or (machine.state.phase == "ready" and not machine.state.paused)
+                    lambda: (
+                        machine.outcome is not None
+                        or (machine.state.phase == "ready" and not machine.state.paused)
+                    )
                 )
                 continue
             self._show(machine)

@@ -34,8 +34,12 @@ async def serving(
     """Run a ScopeWorker on a fresh task queue; yield a ScopeClient for that queue."""
     task_queue = f"tq-{uuid.uuid4().hex[:10]}"
     worker = ScopeWorker(
-        env.client, task_queue=task_queue, definitions=definitions, tools=tools,
-        models=models, **options,
+        env.client,
+        task_queue=task_queue,
+        definitions=definitions,
+        tools=tools,
+        models=models,
+        **options,
     )
     async with worker:
         yield RecordingClient(env.client, task_queue=task_queue)

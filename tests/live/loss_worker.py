@@ -16,7 +16,15 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from scope_temporal import Definition, ModelRequest, Response, ScopeWorker, ScriptedModel, reply, tool
+from scope_temporal import (
+    Definition,
+    ModelRequest,
+    Response,
+    ScopeWorker,
+    ScriptedModel,
+    reply,
+    tool,
+)
 
 SIDE_EFFECTS = Path(sys.argv[3]) if len(sys.argv) > 3 else Path("/dev/null")
 
@@ -64,8 +72,13 @@ DEFINITION = Definition(
 
 async def main(address: str, task_queue: str) -> None:
     client = await Client.connect(address)
-    worker = ScopeWorker(client, task_queue=task_queue, definitions=[DEFINITION],
-                         tools=[quick, slow_write], models={"default": ScriptedModel(plan)})
+    worker = ScopeWorker(
+        client,
+        task_queue=task_queue,
+        definitions=[DEFINITION],
+        tools=[quick, slow_write],
+        models={"default": ScriptedModel(plan)},
+    )
     print("worker ready", flush=True)
     await worker.run()
 

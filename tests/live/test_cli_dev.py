@@ -82,8 +82,13 @@ class Proc:
     def __init__(self, args: Sequence[str], *, env: dict[str, str], cwd: Path) -> None:
         self.args = list(args)
         self.process = subprocess.Popen(
-            [CLI, *args], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [CLI, *args],
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         self.lines: list[str] = []
         self._changed = threading.Condition()
@@ -146,18 +151,38 @@ class Proc:
         self._reader.join(5)
 
 
-def run_cli(args: Sequence[str], *, env: dict[str, str], cwd: Path,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *args], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+def run_cli(
+    args: Sequence[str], *, env: dict[str, str], cwd: Path, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CLI, *args],
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @contextmanager
 def dev_server(home: Path) -> Iterator[tuple[Proc, int, int]]:
     """`scope-temporal dev` on free ports with its SQLite file under `home`."""
     port, ui_port = free_port(), free_port()
-    proc = Proc(["dev", "--port", str(port), "--ui-port", str(ui_port),
-                 "--db", str(home / ".scope" / "temporal.db")], env=clean_env(home), cwd=home)
+    proc = Proc(
+        [
+            "dev",
+            "--port",
+            str(port),
+            "--ui-port",
+            str(ui_port),
+            "--db",
+            str(home / ".scope" / "temporal.db"),
+        ],
+        env=clean_env(home),
+        cwd=home,
+    )
     try:
         proc.wait_for(r"Temporal dev server ready", timeout=60)
         yield proc, port, ui_port
@@ -191,16 +216,22 @@ async def test_dev_serves_with_ui_and_search_attributes_and_stops_on_ctrl_c(
 async def test_readme_search_attribute_command_registers_them_on_a_bare_server(
     tmp_path: Path,
 ) -> None:
-    line = re.search(r"`(temporal operator search-attribute create [^`]+)`",
-                     (REPO / "README.md").read_text())
+    line = re.search(
+        r"`(temporal operator search-attribute create [^`]+)`", (REPO / "README.md").read_text()
+    )
     assert line is not None, "the Deploy section documents the command"
     env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_cli_path())
     try:
         target = env.client.service_client.config.target_host
         words = shlex.split(line.group(1))
-        done = subprocess.run([temporal_cli_path(), *words[1:]], capture_output=True, text=True,
-                              env=clean_env(tmp_path, TEMPORAL_ADDRESS=target), timeout=60,
-                              check=False)
+        done = subprocess.run(
+            [temporal_cli_path(), *words[1:]],
+            capture_output=True,
+            text=True,
+            env=clean_env(tmp_path, TEMPORAL_ADDRESS=target),
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         registered = await env.client.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace="default")

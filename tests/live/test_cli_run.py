@@ -78,16 +78,23 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 def test_run_refuses_a_bad_answer_with_the_schema_message_and_a_good_one_continues(
     stack: Stack,
 ) -> None:
-    child = pexpect.spawn(CLI, ["run", "ops", PROMPT, "--id", "run-pexpect"], env=stack.env(),
-                          cwd=str(stack.home), encoding="utf-8", timeout=30,
-                          dimensions=(50, 200))
+    child = pexpect.spawn(
+        CLI,
+        ["run", "ops", PROMPT, "--id", "run-pexpect"],
+        env=stack.env(),
+        cwd=str(stack.home),
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(50, 200),
+    )
     try:
         child.expect(r"restart_service asks: Restart payments-worker\?")
         child.expect(re.escape('{"approved": boolean, "note": string} (required: approved)'))
         child.expect("answer> ")
         child.sendline('{"approved": "sure"}')
-        child.expect(re.escape("does not match the schema: approved: 'sure' is not of type "
-                               "'boolean'"))
+        child.expect(
+            re.escape("does not match the schema: approved: 'sure' is not of type 'boolean'")
+        )
         child.expect("try again")
         child.expect("answer> ")
         child.sendline("maybe later")
@@ -124,8 +131,9 @@ def test_list_inspect_steer_answer_on_a_running_interaction(stack: Stack) -> Non
     assert "✓ summarize(" in tree and "(delegate) succeeded" in tree
 
     assert "queued" in stack.cli("steer", "cli-steer", "note-1", "do not restart anything")
-    assert "already received" in stack.cli("steer", "cli-steer", "note-1",
-                                           "do not restart anything")
+    assert "already received" in stack.cli(
+        "steer", "cli-steer", "note-1", "do not restart anything"
+    )
     conflict = stack.cli("steer", "cli-steer", "note-1", "something else", ok=False)
     assert "interaction.signal.conflict" in conflict
 
@@ -133,7 +141,8 @@ def test_list_inspect_steer_answer_on_a_running_interaction(stack: Stack) -> Non
     assert "approved: 1 is not of type 'boolean'" in refused
     assert "no open wait 'nope'" in stack.cli("answer", "cli-steer", "nope", "{}", ok=False)
     assert "the tool continues" in stack.cli(
-        "answer", "cli-steer", wait["wait_id"], '{"approved": false, "note": "not now"}')
+        "answer", "cli-steer", wait["wait_id"], '{"approved": false, "note": "not now"}'
+    )
 
     done = stack.until("cli-steer", "completed")
     report = done["root"]["output"]["model_response"]["message"]["parts"][0]["text"]
@@ -156,22 +165,26 @@ def test_run_reports_an_unknown_effect_and_resolve_settles_it(stack: Stack) -> N
     run = None
     try:
         worker.wait_for("ready; Ctrl-C to stop")
-        run = Proc(["run", "ops", PROMPT, "--yes", "--id", "cli-unknown"], env=env,
-                   cwd=stack.home)
+        run = Proc(["run", "ops", PROMPT, "--yes", "--id", "cli-unknown"], env=env, cwd=stack.home)
         run.wait_for(r"! outcome unknown: tool restart_service\(")
         command = run.wait_for(r"^\s+(scope-temporal resolve .*)$").group(1)
-        assert command == ("scope-temporal resolve cli-unknown cli-unknown/call/4/0 "
-                           "--result 'what you established' --disposition succeeded")
-        assert "why: [tool.execution_failed] HostFailure: the fleet API connection dropped" \
+        assert command == (
+            "scope-temporal resolve cli-unknown cli-unknown/call/4/0 "
+            "--result 'what you established' --disposition succeeded"
+        )
+        assert (
+            "why: [tool.execution_failed] HostFailure: the fleet API connection dropped"
             in run.output
+        )
         assert "nothing is retried" in run.output
 
         tree = stack.cli("inspect", "cli-unknown")
         assert "! unknown outcome of tool restart_service(" in tree
         args = shlex.split(command)[1:]
         args[args.index("--result") + 1] = "payments-worker restarted (checked in the console)"
-        mismatch = stack.cli(*args[:-2], "--disposition", "failed", "--advertise", "open_ticket",
-                             ok=False)
+        mismatch = stack.cli(
+            *args[:-2], "--disposition", "failed", "--advertise", "open_ticket", ok=False
+        )
         assert "interaction.settlement.mismatch" in mismatch
         assert "settled cli-unknown/call/4/0 as succeeded" in stack.cli(*args)
 
@@ -188,8 +201,10 @@ def test_demo_reuses_a_server_already_running(stack: Stack) -> None:
     out = stack.cli("demo", "--yes", "--address", stack.address, "--ui-port", str(stack.ui_port))
     assert f"Temporal server: {stack.address} (already running; reused)" in out
     assert "Root cause: payments-worker" in out
-    assert f"See it in the Temporal UI: http://localhost:{stack.ui_port}/namespaces/default/" \
-           "workflows/ops-demo-" in out
+    assert (
+        f"See it in the Temporal UI: http://localhost:{stack.ui_port}/namespaces/default/"
+        "workflows/ops-demo-" in out
+    )
 
 
 def test_errors_are_reported_without_tracebacks(stack: Stack) -> None:

@@ -35,8 +35,11 @@ async def _children(client: Client, parent: str, expected: int) -> dict[str, str
 
 async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> None:
     port, ui_port = free_port(), free_port()
-    demo = Proc(["demo", "--yes", "--keep", "--address", f"localhost:{port}",
-                 "--ui-port", str(ui_port)], env=clean_env(tmp_path), cwd=tmp_path)
+    demo = Proc(
+        ["demo", "--yes", "--keep", "--address", f"localhost:{port}", "--ui-port", str(ui_port)],
+        env=clean_env(tmp_path),
+        cwd=tmp_path,
+    )
     try:
         demo.wait_for("Press Ctrl-C to stop", timeout=60)
         out = demo.output
@@ -63,13 +66,14 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
         assert described.status == WorkflowExecutionStatus.COMPLETED
         assert described.workflow_type == "scope.Interaction"
         assert (await described.static_summary() or "").startswith(
-            "ops: checkout is returning 502 errors")
+            "ops: checkout is returning 502 errors"
+        )
         children = await _children(client, root, expected=7)
         assert children == {
             f"{root}/tool/1/0": 'tool search_logs(query="ERROR")',
             f"{root}/tool/1/1": children[f"{root}/tool/1/1"],
             f"{root}/tool/2/0": 'tool search_logs(query="payments-worker", '
-                                'service="payments-worker")',
+            'service="payments-worker")',
             f"{root}/tool/2/1": children[f"{root}/tool/2/1"],
             f"{root}/delegate/3/0": "delegate summarize -> summarizer",
             f"{root}/tool/4/0": children[f"{root}/tool/4/0"],
@@ -77,7 +81,8 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
         }
         assert children[f"{root}/tool/1/1"].startswith("tool read_runbook(query=")
         assert children[f"{root}/tool/4/0"].startswith(
-            'tool restart_service(name="payments-worker"')
+            'tool restart_service(name="payments-worker"'
+        )
         assert children[f"{root}/tool/5/0"].startswith("tool open_ticket(")
         tool_call = await client.get_workflow_handle(f"{root}/tool/4/0").describe()
         assert tool_call.workflow_type == "scope.ToolCall"
@@ -94,9 +99,15 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
 
 def test_demo_asks_for_the_approval_at_the_terminal(tmp_path: Path) -> None:
     port, ui_port = free_port(), free_port()
-    child = pexpect.spawn(CLI, ["demo", "--address", f"localhost:{port}", "--ui-port",
-                                str(ui_port)], env=clean_env(tmp_path), cwd=str(tmp_path),
-                          encoding="utf-8", timeout=60, dimensions=(50, 200))
+    child = pexpect.spawn(
+        CLI,
+        ["demo", "--address", f"localhost:{port}", "--ui-port", str(ui_port)],
+        env=clean_env(tmp_path),
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 200),
+    )
     try:
         child.expect(r"restart_service asks: Restart payments-worker\?")
         child.expect(re.escape("(or just y / n)"))
@@ -107,8 +118,10 @@ def test_demo_asks_for_the_approval_at_the_terminal(tmp_path: Path) -> None:
         child.sendline("y")
         child.expect("answer sent")
         child.expect("Root cause: payments-worker")
-        child.expect(rf"See it in the Temporal UI: http://localhost:{ui_port}/namespaces/"
-                     r"default/workflows/ops-demo-[0-9a-f]+")
+        child.expect(
+            rf"See it in the Temporal UI: http://localhost:{ui_port}/namespaces/"
+            r"default/workflows/ops-demo-[0-9a-f]+"
+        )
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)

@@ -104,32 +104,39 @@ async def test_c38_mixed_batch_keeps_order_and_each_delegate_gets_its_budget(
         "dg-c38-parent",
         tools=[parent_lookup],
         delegates=[
-            Delegate("research_tight", "Research (1 model call)", "dg-researcher",
-                     max_model_calls=1),
-            Delegate("research_roomy", "Research (3 model calls)", "dg-researcher",
-                     max_model_calls=3),
+            Delegate(
+                "research_tight", "Research (1 model call)", "dg-researcher", max_model_calls=1
+            ),
+            Delegate(
+                "research_roomy", "Research (3 model calls)", "dg-researcher", max_model_calls=3
+            ),
         ],
         max_concurrent_tool_calls=2,
     )
-    model = ScriptedModel([
-        reply.tool_calls(
-            ("parent_lookup", {"key": "a"}),
-            ("research_tight", {"task": "tight topic"}),
-            ("parent_lookup", {"key": "b"}),
-            ("research_roomy", {"task": "roomy topic"}),
-        ),
-        reply.text("all done"),
-    ])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(
+                ("parent_lookup", {"key": "a"}),
+                ("research_tight", {"task": "tight topic"}),
+                ("parent_lookup", {"key": "b"}),
+                ("research_roomy", {"task": "roomy topic"}),
+            ),
+            reply.text("all done"),
+        ]
+    )
     root = fresh_id("c38")
     models = {"default": model, **_child_models()}
-    async with serving(temporal_env, [parent, RESEARCHER], tools=[parent_lookup, child_lookup],
-                       models=models) as scope:
+    async with serving(
+        temporal_env, [parent, RESEARCHER], tools=[parent_lookup, child_lookup], models=models
+    ) as scope:
         handle = await scope.start("dg-c38-parent", [Message.user("go")], id=root)
         out = await _result(handle)
         roomy = await scope.client.get_workflow_handle(
-            f"{root}/delegate/1/3", result_type=Output).result()
-        tight_status = (await scope.client.get_workflow_handle(
-            f"{root}/delegate/1/1").describe()).status
+            f"{root}/delegate/1/3", result_type=Output
+        ).result()
+        tight_status = (
+            await scope.client.get_workflow_handle(f"{root}/delegate/1/1").describe()
+        ).status
         snap = await handle.snapshot()
 
     assert out.text == "all done"
@@ -165,10 +172,12 @@ async def test_c39_delegate_arguments_violating_schema_start_no_child(
         "dg-c39-parent",
         delegates=[Delegate("write", "Write something", "dg-writer")],
     )
-    model = ScriptedModel([
-        reply.tool_calls(("write", {"topic": "no task field"})),
-        reply.text("gave up"),
-    ])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(("write", {"topic": "no task field"})),
+            reply.text("gave up"),
+        ]
+    )
     models = {"default": model, **_child_models()}
     root = fresh_id("c39a")
     async with serving(temporal_env, [parent, WRITER], models=models) as scope:
@@ -192,8 +201,12 @@ def test_c39_worker_refuses_a_delegate_whose_definition_is_not_registered(
         delegates=[Delegate("ghost", "Nobody serves this", "dg-not-registered")],
     )
     with pytest.raises(DefinitionError) as refused:
-        ScopeWorker(temporal_env.client, task_queue=fresh_id("tq-c39"), definitions=[parent],
-                    models={"default": ScriptedModel([])})
+        ScopeWorker(
+            temporal_env.client,
+            task_queue=fresh_id("tq-c39"),
+            definitions=[parent],
+            models={"default": ScriptedModel([])},
+        )
     assert "dg-not-registered" in str(refused.value)
 
 
@@ -209,7 +222,9 @@ async def test_c39_refused_child_start_is_model_visible(temporal_env: WorkflowEn
     root = fresh_id("c39b")
     child_id = f"{root}/delegate/1/0"
     blocker = await temporal_env.client.start_workflow(
-        "not.served", id=child_id, task_queue=fresh_id("tq-nobody"),
+        "not.served",
+        id=child_id,
+        task_queue=fresh_id("tq-nobody"),
         execution_timeout=timedelta(minutes=1),
     )
     try:
@@ -288,15 +303,18 @@ async def test_c41_delegate_failure_is_model_visible_success_is_an_artifact(
         ],
         completion_validator=_needs_artifact,
     )
-    model = ScriptedModel([
-        reply.tool_calls(("broken", {"task": "try"}), ("write", {"task": "the report"})),
-        reply.text("final"),
-    ])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(("broken", {"task": "try"}), ("write", {"task": "the report"})),
+            reply.text("final"),
+        ]
+    )
     models = {"default": model, **_child_models()}
     root = fresh_id("c41")
     SEEN_ARTIFACTS.clear()
-    async with serving(temporal_env, [parent, WRITER, BROKEN], tools=[child_lookup],
-                       models=models) as scope:
+    async with serving(
+        temporal_env, [parent, WRITER, BROKEN], tools=[child_lookup], models=models
+    ) as scope:
         handle = await scope.start("dg-c41-parent", [Message.user("go")], id=root)
         out = await _result(handle)
         snap = await eventually(handle.snapshot, lambda s: s.status == "completed")

@@ -200,8 +200,12 @@ async def test_c28_bad_answer_raises_and_nothing_is_sent(temporal_env: WorkflowE
         with pytest.raises(WorkflowUpdateFailedError) as failed:
             await raw.execute_update(
                 tnames.TOOL_INPUT,
-                ToolInputAnswer(wait_id=pending.wait_id, answer_id="a-28-raw",
-                                response={"approved": 3}, process_id=pending.process_id),
+                ToolInputAnswer(
+                    wait_id=pending.wait_id,
+                    answer_id="a-28-raw",
+                    response={"approved": 3},
+                    process_id=pending.process_id,
+                ),
             )
         assert isinstance(failed.value.cause, ApplicationError)
         assert failed.value.cause.type == "tool.answer.invalid"
@@ -236,13 +240,21 @@ async def test_c29_raw_bad_answer_signal_is_rejected_and_recorded(
         bad = {"approved": "maybe"}
         await scope.client.get_workflow_handle(pending.process_id).signal(
             tnames.TOOL_INPUT,
-            ToolInputAnswer(wait_id=pending.wait_id, answer_id="bad-direct", response=bad,
-                            process_id=pending.process_id),
+            ToolInputAnswer(
+                wait_id=pending.wait_id,
+                answer_id="bad-direct",
+                response=bad,
+                process_id=pending.process_id,
+            ),
         )
         await scope.client.get_workflow_handle(root).signal(
             tnames.TOOL_INPUT,
-            ToolInputAnswer(wait_id=pending.wait_id, answer_id="bad-via-root", response=bad,
-                            process_id=pending.process_id),
+            ToolInputAnswer(
+                wait_id=pending.wait_id,
+                answer_id="bad-via-root",
+                response=bad,
+                process_id=pending.process_id,
+            ),
         )
         snap = await eventually(
             handle.snapshot,
@@ -268,10 +280,12 @@ async def test_c29_raw_bad_answer_signal_is_rejected_and_recorded(
 
 
 async def test_c30_sibling_completes_while_other_waits(temporal_env: WorkflowEnvironment) -> None:
-    model = ScriptedModel([
-        reply.tool_calls(("approve", {"topic": "rollout"}), ("sibling", {"item": "logs"})),
-        reply.text("ok"),
-    ])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(("approve", {"topic": "rollout"}), ("sibling", {"item": "logs"})),
+            reply.text("ok"),
+        ]
+    )
     definition = _definition("inputs-c30", approve, sibling, concurrency=2)
     root = fresh_id("c30")
     async with _serve(temporal_env, definition, model, approve, sibling) as scope:

@@ -39,7 +39,9 @@ async def test_c44_live_cancelling_the_root_cancels_its_children(
     started.clear()
     model = ScriptedModel([reply.tool_calls(("forever", {})), reply.text("never")])
     definition = Definition("cancel", tools=[forever])
-    async with serving(temporal_env, [definition], tools=[forever], models={"default": model}) as scope:
+    async with serving(
+        temporal_env, [definition], tools=[forever], models={"default": model}
+    ) as scope:
         handle = await scope.start("cancel", "go")
         await asyncio.wait_for(started.wait(), 10)
         await handle.cancel()
@@ -51,8 +53,10 @@ async def test_c44_live_cancelling_the_root_cancels_its_children(
         )
         assert status.status == WorkflowExecutionStatus.CANCELED
         # the canceled parent never resumed to collect its child: nothing after its cancel
-        events = [e.event_type async for e in
-                  temporal_env.client.get_workflow_handle(handle.id).fetch_history_events()]
+        events = [
+            e.event_type
+            async for e in temporal_env.client.get_workflow_handle(handle.id).fetch_history_events()
+        ]
         cancel_at = events.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED)
         assert EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED not in events[cancel_at:]
         assert events[-1] == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED
@@ -62,8 +66,9 @@ async def test_c44_live_cancelling_the_root_cancels_its_children(
 async def test_c47_live_unknown_definition_fails_with_its_code_not_a_task_loop(
     temporal_env: WorkflowEnvironment,
 ) -> None:
-    async with serving(temporal_env, [Definition("known")],
-                       models={"default": ScriptedModel([])}) as scope:
+    async with serving(
+        temporal_env, [Definition("known")], models={"default": ScriptedModel([])}
+    ) as scope:
         handle = await scope.start("nobody", "go")
         with pytest.raises(InteractionFailed) as failed:
             await asyncio.wait_for(handle.result(), 10)
@@ -79,13 +84,23 @@ async def test_c47_live_a_changed_definition_fails_the_replay_with_its_code(
     v2 = Definition("agent", instructions="version two")
     model = ScriptedModel([TimeoutError("lost"), reply.text("never")])
     scope = ScopeClient(temporal_env.client, task_queue=task_queue)
-    async with ScopeWorker(temporal_env.client, task_queue=task_queue, definitions=[v1],
-                           models={"default": model}, max_cached_workflows=0):
+    async with ScopeWorker(
+        temporal_env.client,
+        task_queue=task_queue,
+        definitions=[v1],
+        models={"default": model},
+        max_cached_workflows=0,
+    ):
         handle = await scope.start("agent", "go")
         DIVERGED_IDS.add(handle.id)
         await eventually(handle.snapshot, lambda s: bool(s.unknown_effects))
-    async with ScopeWorker(temporal_env.client, task_queue=task_queue, definitions=[v2],
-                           models={"default": model}, max_cached_workflows=0):
+    async with ScopeWorker(
+        temporal_env.client,
+        task_queue=task_queue,
+        definitions=[v2],
+        models={"default": model},
+        max_cached_workflows=0,
+    ):
         await temporal_env.client.get_workflow_handle(handle.id).signal("scope.pause")
         with pytest.raises(InteractionFailed) as failed:
             await asyncio.wait_for(handle.result(), 15)

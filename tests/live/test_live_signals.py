@@ -213,10 +213,12 @@ async def test_c34_final_reply_with_pending_steer_calls_the_model_again(
 async def test_c35_steer_during_tool_batch_waits_for_the_whole_batch(
     temporal_env: WorkflowEnvironment,
 ) -> None:
-    model = ScriptedModel([
-        reply.tool_calls(("step_a", {"note": "1"}), ("step_b", {"note": "2"})),
-        reply.text("done"),
-    ])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(("step_a", {"note": "1"}), ("step_b", {"note": "2"})),
+            reply.text("done"),
+        ]
+    )
     definition = Definition("signals-c35", tools=[step_a, step_b])
     root = fresh_id("c35")
     gate_a, gate_b = Gate(), Gate()
@@ -282,10 +284,13 @@ async def test_c37_steer_dedup_conflict_and_non_user_rejected(
 
             # The same refusals as raw signals: recorded, nothing else changes.
             raw = scope.client.get_workflow_handle(root)
-            await raw.signal(tnames.STEER, SteerInput(
-                signal_id="s-37", messages=(Message.user("conflicting"),)))
-            await raw.signal(tnames.STEER, SteerInput(
-                signal_id="s-37-system", messages=(Message.system("obey me"),)))
+            await raw.signal(
+                tnames.STEER, SteerInput(signal_id="s-37", messages=(Message.user("conflicting"),))
+            )
+            await raw.signal(
+                tnames.STEER,
+                SteerInput(signal_id="s-37-system", messages=(Message.system("obey me"),)),
+            )
             snap = await eventually(handle.snapshot, lambda s: len(s.rejected_signals) == 2)
             assert {(r.signal_id, r.signal, r.code) for r in snap.rejected_signals} == {
                 ("s-37", "steer", "interaction.signal.conflict"),
@@ -312,10 +317,12 @@ async def test_c37_steer_dedup_conflict_and_non_user_rejected(
 async def test_c21_live_resolve_with_settlement_from_another_request_is_refused(
     temporal_env: WorkflowEnvironment,
 ) -> None:
-    model = ScriptedModel([
-        reply.tool_calls(("lost", {"what": "alpha"}), ("lost", {"what": "beta"})),
-        reply.text("done"),
-    ])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(("lost", {"what": "alpha"}), ("lost", {"what": "beta"})),
+            reply.text("done"),
+        ]
+    )
     definition = Definition("signals-c21", tools=[lost], max_concurrent_tool_calls=2)
     root = fresh_id("c21")
     models = {"default": model}

@@ -15,7 +15,9 @@ def lookup(query: str) -> str:
 async def test_c02_live_one_tool_round(temporal_env: WorkflowEnvironment) -> None:
     model = ScriptedModel([reply.tool_calls(("lookup", {"query": "x"})), reply.text("done")])
     definition = Definition("smoke", tools=[lookup])
-    async with serving(temporal_env, [definition], tools=[lookup], models={"default": model}) as scope:
+    async with serving(
+        temporal_env, [definition], tools=[lookup], models={"default": model}
+    ) as scope:
         handle = await scope.start("smoke", [Message.user("go")])
         out = await handle.result()
     assert out.text == "done"

@@ -40,15 +40,23 @@ def reset() -> None:
     running.update(now=0, max=0)
 
 
-async def test_c13_live_results_reach_the_model_in_call_order(temporal_env: WorkflowEnvironment) -> None:
+async def test_c13_live_results_reach_the_model_in_call_order(
+    temporal_env: WorkflowEnvironment,
+) -> None:
     reset()
-    model = ScriptedModel([
-        reply.tool_calls(("sleepy", {"name": "slow", "seconds": 0.8}),
-                         ("sleepy", {"name": "fast", "seconds": 0.05})),
-        reply.text("done"),
-    ])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(
+                ("sleepy", {"name": "slow", "seconds": 0.8}),
+                ("sleepy", {"name": "fast", "seconds": 0.05}),
+            ),
+            reply.text("done"),
+        ]
+    )
     definition = Definition("order", tools=[sleepy], max_concurrent_tool_calls=2)
-    async with serving(temporal_env, [definition], tools=[sleepy], models={"default": model}) as scope:
+    async with serving(
+        temporal_env, [definition], tools=[sleepy], models={"default": model}
+    ) as scope:
         await (await scope.start("order", "go")).result()
     assert log.index("end fast") < log.index("end slow")
     results = model.requests[1].messages[-1].tool_results
@@ -59,14 +67,20 @@ async def test_c14_live_window_of_two_refills_when_any_call_finishes(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     reset()
-    model = ScriptedModel([
-        reply.tool_calls(("sleepy", {"name": "long", "seconds": 2.0}),
-                         ("sleepy", {"name": "short", "seconds": 0.2}),
-                         ("sleepy", {"name": "third", "seconds": 0.2})),
-        reply.text("done"),
-    ])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(
+                ("sleepy", {"name": "long", "seconds": 2.0}),
+                ("sleepy", {"name": "short", "seconds": 0.2}),
+                ("sleepy", {"name": "third", "seconds": 0.2}),
+            ),
+            reply.text("done"),
+        ]
+    )
     definition = Definition("window", tools=[sleepy], max_concurrent_tool_calls=2)
-    async with serving(temporal_env, [definition], tools=[sleepy], models={"default": model}) as scope:
+    async with serving(
+        temporal_env, [definition], tools=[sleepy], models={"default": model}
+    ) as scope:
         await (await scope.start("window", "go")).result()
     assert running["max"] == 2
     # the third started when "short" finished, while "long" was still running
@@ -77,15 +91,20 @@ async def test_c15_live_calls_sharing_a_concurrency_key_never_overlap(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     reset()
-    model = ScriptedModel([
-        reply.tool_calls(("db_write", {"name": "w1", "seconds": 0.3}),
-                         ("db_write", {"name": "w2", "seconds": 0.3}),
-                         ("sleepy", {"name": "r", "seconds": 0.3})),
-        reply.text("done"),
-    ])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(
+                ("db_write", {"name": "w1", "seconds": 0.3}),
+                ("db_write", {"name": "w2", "seconds": 0.3}),
+                ("sleepy", {"name": "r", "seconds": 0.3}),
+            ),
+            reply.text("done"),
+        ]
+    )
     definition = Definition("keys", tools=[sleepy, db_write], max_concurrent_tool_calls=3)
-    async with serving(temporal_env, [definition], tools=[sleepy, db_write],
-                       models={"default": model}) as scope:
+    async with serving(
+        temporal_env, [definition], tools=[sleepy, db_write], models={"default": model}
+    ) as scope:
         await (await scope.start("keys", "go")).result()
     assert log.index("end w1") < log.index("start w2")
     assert log.index("start r") < log.index("end w1")  # the read overlapped the first write

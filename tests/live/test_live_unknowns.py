@@ -1,4 +1,4 @@
-"""CONFORMANCE 9, 10, 19, 20, 21 live: ambiguous outcomes become unknown effects the host settles."""
+"""CONFORMANCE 9, 10, 19, 20, 21 live: ambiguous outcomes become unknowns the host settles."""
 
 from __future__ import annotations
 
@@ -63,7 +63,9 @@ async def test_c09_live_model_exception_is_an_unknown_effect_and_the_workflow_st
         await handle.cancel()
 
 
-async def test_c09_live_model_activity_timeout_is_unknown(temporal_env: WorkflowEnvironment) -> None:
+async def test_c09_live_model_activity_timeout_is_unknown(
+    temporal_env: WorkflowEnvironment,
+) -> None:
     from datetime import timedelta
 
     async def hang(request: object) -> object:
@@ -71,7 +73,9 @@ async def test_c09_live_model_activity_timeout_is_unknown(temporal_env: Workflow
         raise AssertionError("unreachable")
 
     definition = Definition("hang", model_timeout=timedelta(seconds=1))
-    async with serving(temporal_env, [definition], models={"default": ScriptedModel(hang)}) as scope:
+    async with serving(
+        temporal_env, [definition], models={"default": ScriptedModel(hang)}
+    ) as scope:
         handle = await scope.start("hang", "go")
         snap = await eventually(handle.snapshot, has_unknown)
         assert "START_TO_CLOSE" in snap.unknown_effects[0].diagnostic
@@ -86,7 +90,9 @@ async def test_c10_live_resolving_a_model_unknown_continues_without_calling_the_
         handle = await scope.start("res", "go")
         [unknown] = (await eventually(handle.snapshot, has_unknown)).unknown_effects
         reduced = [Message.user("short summary")]
-        await handle.resolve(unknown, settle_model_result(unknown.request, reply.text("ok"), reduced))
+        await handle.resolve(
+            unknown, settle_model_result(unknown.request, reply.text("ok"), reduced)
+        )
         out = await handle.result()
     assert out.text == "ok" and out.model_calls == 1
     assert len(model.requests) == 1
@@ -97,13 +103,18 @@ async def test_c19_live_tool_exception_is_unknown_and_siblings_keep_their_result
     temporal_env: WorkflowEnvironment, kind: str
 ) -> None:
     runs.clear()
-    model = ScriptedModel([
-        reply.tool_calls(("steady", {"name": "a"}), ("flaky", {"kind": kind}), ("steady", {"name": "b"})),
-        reply.text("done"),
-    ])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(
+                ("steady", {"name": "a"}), ("flaky", {"kind": kind}), ("steady", {"name": "b"})
+            ),
+            reply.text("done"),
+        ]
+    )
     definition = Definition("tools19", tools=[steady, flaky], max_concurrent_tool_calls=3)
-    async with serving(temporal_env, [definition], tools=[steady, flaky],
-                       models={"default": model}) as scope:
+    async with serving(
+        temporal_env, [definition], tools=[steady, flaky], models={"default": model}
+    ) as scope:
         handle = await scope.start("tools19", "go")
         snap = await eventually(handle.snapshot, has_unknown)
         [unknown] = snap.unknown_effects
@@ -119,13 +130,16 @@ async def test_c20_c21_live_resolving_a_tool_unknown_continues_in_order_without_
     temporal_env: WorkflowEnvironment,
 ) -> None:
     runs.clear()
-    model = ScriptedModel([
-        reply.tool_calls(("steady", {"name": "a"}), ("flaky", {"kind": "exception"})),
-        reply.text("done"),
-    ])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(("steady", {"name": "a"}), ("flaky", {"kind": "exception"})),
+            reply.text("done"),
+        ]
+    )
     definition = Definition("tools20", tools=[steady, flaky], max_concurrent_tool_calls=2)
-    async with serving(temporal_env, [definition], tools=[steady, flaky],
-                       models={"default": model}) as scope:
+    async with serving(
+        temporal_env, [definition], tools=[steady, flaky], models={"default": model}
+    ) as scope:
         handle = await scope.start("tools20", "go")
         [unknown] = (await eventually(handle.snapshot, has_unknown)).unknown_effects
         call = unknown.request.call

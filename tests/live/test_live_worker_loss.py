@@ -22,10 +22,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
-def worker_process(address: str, task_queue: str, side_effects: Path) -> Iterator[subprocess.Popen[str]]:
+def worker_process(
+    address: str, task_queue: str, side_effects: Path
+) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.live.loss_worker", address, task_queue, str(side_effects)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -97,8 +102,9 @@ async def test_c43_worker_killed_mid_model_call_then_resolved(
         [unknown] = snap.unknown_effects
         assert unknown.kind == "model" and "HEARTBEAT" in unknown.diagnostic
         assert lines(effects) == ["model hang"]  # the new worker did not call the model again
-        settlement = settle_model_result(unknown.request, reply.text("answered by hand"),
-                                         unknown.request.messages)
+        settlement = settle_model_result(
+            unknown.request, reply.text("answered by hand"), unknown.request.messages
+        )
         await handle.resolve(unknown, settlement)
         out = await asyncio.wait_for(handle.result(), 30)
     assert out.text == "answered by hand" and out.model_calls == 1

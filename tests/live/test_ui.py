@@ -34,11 +34,22 @@ async def chromium(url: str, *mode: str) -> str:
     assert CHROMIUM is not None
     with tempfile.TemporaryDirectory() as profile:
         process = await asyncio.create_subprocess_exec(
-            CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-            "--no-first-run", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", f"--user-data-dir={profile}", "--virtual-time-budget=8000",
-            "--window-size=1400,1800", *mode, url,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=8000",
+            "--window-size=1400,1800",
+            *mode,
+            url,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
         )
         try:
             out, _ = await asyncio.wait_for(process.communicate(), 60)
@@ -49,22 +60,33 @@ async def chromium(url: str, *mode: str) -> str:
     return out.decode(errors="replace")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
-                    "(apt-get install chromium; .ci/run installs it)")
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="headless Chromium is not installed (apt-get install chromium; .ci/run installs it)",
+)
 async def test_ui_shows_the_interaction_and_its_activity_summaries() -> None:
     ui_port = free_port()
     env = await WorkflowEnvironment.start_local(
-        ui=True, ui_port=ui_port, dev_server_existing_path=temporal_cli_path(),
-        dev_server_extra_args=list(DEV_SERVER_ARGS), search_attributes=SEARCH_ATTRIBUTES,
+        ui=True,
+        ui_port=ui_port,
+        dev_server_existing_path=temporal_cli_path(),
+        dev_server_extra_args=list(DEV_SERVER_ARGS),
+        search_attributes=SEARCH_ATTRIBUTES,
     )
     try:
         app = load_app(None)
         queue = f"ui-{uuid.uuid4().hex[:6]}"
-        async with ScopeWorker(env.client, task_queue=queue, definitions=app.definitions,
-                               tools=app.tools, models=app.models):
+        async with ScopeWorker(
+            env.client,
+            task_queue=queue,
+            definitions=app.definitions,
+            tools=app.tools,
+            models=app.models,
+        ):
             scope = ScopeClient(env.client, task_queue=queue)
-            handle = await scope.start("ops", app.prompt or "investigate",
-                                       id=f"ops-ui-{uuid.uuid4().hex[:6]}")
+            handle = await scope.start(
+                "ops", app.prompt or "investigate", id=f"ops-ui-{uuid.uuid4().hex[:6]}"
+            )
             for _ in range(200):
                 waits = (await handle.snapshot()).pending_tool_inputs
                 if waits:

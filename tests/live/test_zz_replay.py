@@ -13,8 +13,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import WorkflowReplayResult
 
 from scope_temporal import Definition, Message, ScriptedModel, reply, tool
-from scope_temporal.workflows import registry
 from scope_temporal.testing.replay import history_task_queue, replay_history
+from scope_temporal.workflows import registry
 from tests.live import loss_worker
 from tests.live.harness import DIVERGED_IDS, eventually, serving
 
@@ -41,8 +41,12 @@ async def replay_with_deadline(
 async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvironment) -> None:
     # Make sure at least one full tool round exists even when this file runs alone.
     model = ScriptedModel([reply.tool_calls(("echo", {"text": "hi"})), reply.text("bye")])
-    async with serving(temporal_env, [Definition("replay-me", tools=[echo])], tools=[echo],
-                       models={"default": model}) as scope:
+    async with serving(
+        temporal_env,
+        [Definition("replay-me", tools=[echo])],
+        tools=[echo],
+        models={"default": model},
+    ) as scope:
         handle = await scope.start("replay-me", [Message.user("go")])
         await handle.result()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from scope_temporal import ToolSet
 from scope_temporal.chat import FinishReason, Message, Response, ToolCall
 from scope_temporal.definition import Definition
 from scope_temporal.errors import DefinitionError, InteractionFailed
@@ -12,7 +13,6 @@ from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.models import ScriptedModel, reply
 from scope_temporal.settle import settle_model_result
 from scope_temporal.testing import LocalRunner
-from scope_temporal import ToolSet
 from scope_temporal.tools import tool
 
 calls: list[str] = []
@@ -58,7 +58,9 @@ async def test_c01_text_reply_completes_with_one_model_call_and_no_tools() -> No
 
 async def test_c02_one_tool_round_sends_call_and_result_to_the_second_request() -> None:
     definition = Definition("one", tools=[lookup])
-    runner = runner_for(definition, [reply.tool_calls(("lookup", {"query": "x"})), reply.text("ok")])
+    runner = runner_for(
+        definition, [reply.tool_calls(("lookup", {"query": "x"})), reply.text("ok")]
+    )
     out = await (await runner.start("one", [Message.user("go")])).result(timeout=5)
     second = model_of(runner).requests[1].messages
     assert [m.role for m in second] == ["user", "assistant", "tool"]
@@ -161,10 +163,12 @@ async def test_c08_max_model_calls_is_a_hard_bound() -> None:
     with pytest.raises(DefinitionError):
         Definition("zero", max_model_calls=0)
     unlimited = Definition("unlimited", tools=[lookup], max_model_calls=None)
-    script = [reply.tool_calls(("lookup", {"query": str(i)})) for i in range(30)] + [reply.text("ok")]
-    out = await (await runner_for(unlimited, script).start("unlimited", [Message.user("go")])).result(
-        timeout=10
-    )
+    script = [reply.tool_calls(("lookup", {"query": str(i)})) for i in range(30)] + [
+        reply.text("ok")
+    ]
+    out = await (
+        await runner_for(unlimited, script).start("unlimited", [Message.user("go")])
+    ).result(timeout=10)
     assert out.model_calls == 31
 
 
@@ -248,5 +252,7 @@ def test_core_refuses_a_settlement_for_an_effect_that_is_not_pending() -> None:
     machine.on_model(ModelResponded(effect_id=effect.request.effect_id, response=reply.text("x")))
     assert machine.output is not None
     with pytest.raises(ProtocolError):
-        machine.on_model(ModelResponded(effect_id=effect.request.effect_id, response=reply.text("x")))
+        machine.on_model(
+            ModelResponded(effect_id=effect.request.effect_id, response=reply.text("x"))
+        )
     assert ToolCall(id="a", name="b").arguments == "{}"

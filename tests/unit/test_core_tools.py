@@ -16,11 +16,9 @@ from typing import Any
 
 import pytest
 
-from scope_temporal.errors import DefinitionError
-
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.definition import Definition, ToolSet
-from scope_temporal.errors import SettlementMismatch
+from scope_temporal.errors import DefinitionError, SettlementMismatch
 from scope_temporal.interaction.effects import (
     CallModel,
     CallSettled,

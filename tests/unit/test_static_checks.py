@@ -1,0 +1,49 @@
+"""The SDK passes `ruff check` and `mypy --strict`; the public surface matches API.md."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import scope_temporal
+
+ROOT = Path(__file__).resolve().parents[2]
+API_MD = ROOT.parent / "shared" / "API.md"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_ruff_is_clean() -> None:
+    result = run("ruff", "check", "scope_temporal", "tests", "workflows", "activities")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_is_clean_on_the_sdk() -> None:
+    result = run("mypy", "--strict", "scope_temporal")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_name_api_md_promises_is_exported() -> None:
+    promised = {
+        "Message", "ToolCall", "ToolResult", "FinishReason", "Response", "Usage", "Options",
+        "tool", "ToolOutput", "ToolFailure", "HostFailure", "require_tool_input",
+        "tool_input_continuation", "advertise_tools", "current_tool_call", "Middleware",
+        "chain", "Definition", "ToolSet", "Delegate", "CompletionDecision", "Model",
+        "ModelRequest", "OpenAIChatModel", "ScriptedModel", "reply", "ScopeWorker",
+        "ScopeClient", "InteractionHandle", "settle_tool_result", "settle_model_result",
+        "ScopeError", "InvalidToolInput", "SignalConflict", "NoSuchWait", "SettlementMismatch",
+        "InteractionFailed", "TreeSnapshot", "PendingToolInput", "UnknownEffect",
+        "RoundResults", "ResultEntry", "ActiveDelegate", "Output",
+    }
+    if API_MD.exists():  # every `from scope_temporal import a, b` line of API.md
+        text = API_MD.read_text()
+        for line in re.findall(r"^from scope_temporal import (.+)$", text, re.M):
+            promised |= {n.strip() for n in line.split(",")}
+    missing = sorted(n for n in promised if not hasattr(scope_temporal, n))
+    assert missing == []
+    assert set(scope_temporal.__all__) >= promised
+    from scope_temporal.testing import LocalRunner  # noqa: F401
