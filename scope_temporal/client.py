@@ -105,6 +105,7 @@ class ScopeClient:
         messages: Sequence[Message] | str,
         *,
         id: str | None = None,
+        continue_as_new_every: int | None = None,
     ) -> InteractionHandle:
         """Start an Interaction of a Definition registered on the worker.
 
@@ -113,6 +114,9 @@ class ScopeClient:
             messages: the opening messages (a string is one user message).
             id: the workflow id (default `<definition>-<random>`); tool children get
                 `<id>/tool/<seq>/<index>`.
+            continue_as_new_every: also continue-as-new after this many model calls per
+                run (Temporal's own suggestion always applies); the state, the steer
+                mailbox and every counter carry over, so the outcome is the same.
         """
         if isinstance(messages, str):
             messages = [Message.user(messages)]
@@ -128,7 +132,12 @@ class ScopeClient:
             )
         await self.client.start_workflow(
             names.INTERACTION_WORKFLOW,
-            InteractionInput(definition=definition, messages=tuple(messages), track_status=track),
+            InteractionInput(
+                definition=definition,
+                messages=tuple(messages),
+                track_status=track,
+                continue_as_new_every=continue_as_new_every,
+            ),
             id=workflow_id,
             task_queue=self.task_queue,
             search_attributes=search_attributes,

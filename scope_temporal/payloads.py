@@ -33,6 +33,9 @@ class InteractionInput(_Payload):
     """A narrower grant (a parent's Delegate setting)."""
     track_status: bool = False
     """Upsert the ScopeStatus search attribute (only when the server has it registered)."""
+    continue_as_new_every: int | None = None
+    """Continue-as-new after this many model calls in one run (besides whenever Temporal
+    suggests it); for very long loops and for tests."""
     state: InteractionState | None = None
     """Carried by continue-as-new."""
 

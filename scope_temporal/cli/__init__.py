@@ -25,7 +25,14 @@ from scope_temporal.cli.worker import worker
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings=CONTEXT)
+class _InOrder(click.Group):
+    """Lists commands in the order a newcomer uses them, not alphabetically."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+@click.group(cls=_InOrder, context_settings=CONTEXT)
 @click.version_option(package_name="scope-temporal", prog_name="scope-temporal")
 def cli() -> None:
     """Run LLM agents durably on Temporal.

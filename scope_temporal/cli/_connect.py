@@ -121,6 +121,20 @@ def _read(path: str) -> bytes:
         raise click.ClickException(f"cannot read {path}: {error.strerror}") from None
 
 
+_ADDRESS = click.option(
+    "--address", envvar="TEMPORAL_ADDRESS", default=DEFAULT_ADDRESS, show_default=True,
+    metavar="HOST:PORT", help="Temporal frontend [env TEMPORAL_ADDRESS].",
+)
+_NAMESPACE = click.option(
+    "--namespace", envvar="TEMPORAL_NAMESPACE", default="default", show_default=True,
+    help="Temporal namespace [env TEMPORAL_NAMESPACE].",
+)
+_TASK_QUEUE = click.option(
+    "--task-queue", envvar="SCOPE_TASK_QUEUE", default=DEFAULT_TASK_QUEUE, show_default=True,
+    help="Task queue the worker serves [env SCOPE_TASK_QUEUE].",
+)
+
+
 def connection_options(fn: Callable[..., T]) -> Callable[..., T]:
     """Add `--address`, `--namespace` and `--task-queue`; the command receives `connection`."""
 
@@ -128,34 +142,19 @@ def connection_options(fn: Callable[..., T]) -> Callable[..., T]:
     def command(*args: Any, address: str, namespace: str, task_queue: str, **kwargs: Any) -> T:
         return fn(*args, connection=Connection(address, namespace, task_queue), **kwargs)
 
-    options = (
-        click.option(
-            "--address",
-            envvar="TEMPORAL_ADDRESS",
-            default=DEFAULT_ADDRESS,
-            show_default=True,
-            metavar="HOST:PORT",
-            help="Temporal frontend [env TEMPORAL_ADDRESS].",
-        ),
-        click.option(
-            "--namespace",
-            envvar="TEMPORAL_NAMESPACE",
-            default="default",
-            show_default=True,
-            help="Temporal namespace [env TEMPORAL_NAMESPACE].",
-        ),
-        click.option(
-            "--task-queue",
-            envvar="SCOPE_TASK_QUEUE",
-            default=DEFAULT_TASK_QUEUE,
-            show_default=True,
-            help="Task queue the worker serves [env SCOPE_TASK_QUEUE].",
-        ),
-    )
-    decorated: Callable[..., T] = command
-    for option in reversed(options):
-        decorated = option(decorated)
-    return decorated
+    return _ADDRESS(_NAMESPACE(_TASK_QUEUE(command)))
+
+
+def server_options(fn: Callable[..., T]) -> Callable[..., T]:
+    """Add `--address` and `--namespace` (commands that address Interactions by id, which
+    need no task queue); the command receives `connection`."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, address: str, namespace: str, **kwargs: Any) -> T:
+        connection = Connection(address, namespace, DEFAULT_TASK_QUEUE)
+        return fn(*args, connection=connection, **kwargs)
+
+    return _ADDRESS(_NAMESPACE(command))
 
 
 def run_async(main: Coroutine[Any, Any, T]) -> T:
@@ -210,6 +209,7 @@ __all__ = [
     "has_worker",
     "note_connected",
     "run_async",
+    "server_options",
     "tls_options",
     "wait_for_stop",
 ]

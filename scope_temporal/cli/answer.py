@@ -7,17 +7,18 @@ import uuid
 import click
 
 from scope_temporal.cli._answers import parse_answer
-from scope_temporal.cli._connect import Connection, connection_options, run_async
+from scope_temporal.cli._connect import Connection, run_async, server_options
 from scope_temporal.cli._render import schema_hint
+from scope_temporal.cli._snapshots import require_snapshot
 from scope_temporal.errors import ScopeError
 
 
-@click.command()
+@click.command(short_help="Answer a tool's input request (e.g. an approval) with JSON.")
 @click.argument("interaction_id")
 @click.argument("wait_id")
 @click.argument("answer_json", metavar="JSON")
 @click.option("--answer-id", default=None, help="Idempotency id of this answer (default: random).")
-@connection_options
+@server_options
 def answer(
     interaction_id: str,
     wait_id: str,
@@ -47,10 +48,7 @@ async def _answer(
 ) -> int:
     scope = await connection.scope()
     handle = scope.get_handle(interaction_id)
-    try:
-        tree = await handle.snapshot()
-    except ScopeError as error:
-        raise click.ClickException(str(error)) from None
+    tree = await require_snapshot(handle)
     waits = tree.pending_tool_inputs
     pending = next((w for w in waits if w.wait_id == wait_id), None)
     if pending is None:

@@ -46,7 +46,7 @@ def ui_url(ui_port: int, workflow_id: str, namespace: str = NAMESPACE) -> str:
     )
 
 
-@click.command()
+@click.command(short_help="Server + worker + the reference agent, end to end, in one command.")
 @click.option("--yes", "-y", is_flag=True, help="Approve the restart automatically (no prompt).")
 @click.option(
     "--keep", is_flag=True, help="Keep the server and the worker running afterwards, until Ctrl-C."

@@ -51,7 +51,7 @@ def wait_for_port(
     return False
 
 
-@click.command()
+@click.command(short_help="A local Temporal server with its web UI (Ctrl-C stops it).")
 @click.option(
     "--port", default=7233, show_default=True, help="Port of the Temporal frontend (gRPC)."
 )

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import click
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from scope_temporal.cli._connect import Connection, connection_options, has_worker, run_async
+from scope_temporal.cli._connect import Connection, run_async, server_options
 from scope_temporal.cli._render import output_lines, render_tree
+from scope_temporal.cli._snapshots import snapshot_or_none
 from scope_temporal.client import InteractionHandle
-from scope_temporal.errors import InteractionCanceled, InteractionFailed, ScopeError
-from scope_temporal.interaction.snapshot import TreeSnapshot
+from scope_temporal.errors import InteractionCanceled, InteractionFailed
 
 
-@click.command("inspect")
+@click.command("inspect", short_help="Show an Interaction as a tree (or --json).")
 @click.argument("interaction_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the TreeSnapshot as JSON.")
-@connection_options
+@server_options
 def inspect_command(interaction_id: str, as_json: bool, connection: Connection) -> int:
     """Show INTERACTION_ID as a tree: model calls, tool calls and delegates with their
     results, open input waits (with the `answer` command), unknown effects (with the
@@ -39,10 +37,7 @@ def inspect_command(interaction_id: str, as_json: bool, connection: Connection) 
 async def _inspect(interaction_id: str, as_json: bool, connection: Connection) -> int:
     scope = await connection.scope()
     handle = scope.get_handle(interaction_id)
-    tree = None
-    served, closed = await _served(scope.client, handle)
-    if served:  # a finished one is read from history if the query is not answered quickly
-        tree = await snapshot_or_none(handle, timeout=3 if closed else 8)
+    tree = await snapshot_or_none(handle)
     if tree is None:
         return await _from_history(handle, as_json)
     if as_json:
@@ -53,35 +48,6 @@ async def _inspect(interaction_id: str, as_json: bool, connection: Connection) -
         for line in render_tree(tree, connection.args()):
             click.echo(line)
     return 0
-
-
-async def _served(client: Client, handle: InteractionHandle) -> tuple[bool, bool]:
-    """Whether a worker polls the Interaction's task queue (so a query can be answered),
-    and whether the Interaction has ended."""
-    try:
-        described = await client.get_workflow_handle(handle.id).describe()
-    except RPCError as error:
-        if error.status == RPCStatusCode.NOT_FOUND:
-            raise click.ClickException(f"no interaction {handle.id!r}") from None
-        return True, False  # unknown: let the query decide
-    served = await has_worker(client, described.task_queue)
-    return served is not False, described.status != WorkflowExecutionStatus.RUNNING
-
-
-async def snapshot_or_none(handle: InteractionHandle, timeout: float = 8) -> TreeSnapshot | None:
-    """The live snapshot, or None when no worker answers the query in time.
-
-    Raises:
-        click.ClickException: there is no such workflow.
-    """
-    try:
-        return await asyncio.wait_for(handle.snapshot(), timeout)
-    except (TimeoutError, ScopeError, WorkflowQueryFailedError):
-        return None
-    except RPCError as error:
-        if error.status == RPCStatusCode.NOT_FOUND:
-            raise click.ClickException(f"no interaction {handle.id!r}") from None
-        return None
 
 
 async def _from_history(handle: InteractionHandle, as_json: bool) -> int:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from scope_temporal.cli._connect import Connection, connection_options, run_async
+from scope_temporal.cli._connect import Connection, run_async, server_options
 
 
-@click.command("list")
+@click.command("list", short_help="List recent Interactions and their status.")
 @click.option("--limit", default=20, show_default=True, help="At most this many.")
 @click.option(
     "--query",
@@ -15,7 +15,7 @@ from scope_temporal.cli._connect import Connection, connection_options, run_asyn
     metavar="VISIBILITY-QUERY",
     help="Extra filter, e.g. \"ExecutionStatus = 'Running'\" or \"ScopeDefinition = 'ops'\".",
 )
-@connection_options
+@server_options
 def list_command(limit: int, query: str | None, connection: Connection) -> int:
     """List the most recent root Interactions (newest first) with their status.
 

@@ -9,7 +9,8 @@ import click
 from pydantic import ValidationError
 
 from scope_temporal.chat import Response, ToolResult
-from scope_temporal.cli._connect import Connection, connection_options, run_async
+from scope_temporal.cli._connect import Connection, run_async, server_options
+from scope_temporal.cli._snapshots import require_snapshot
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import (
     ModelEffectRequest,
@@ -23,7 +24,7 @@ from scope_temporal.settle import settle_model_result, settle_tool_result
 from scope_temporal.tools.outcome import Disposition
 
 
-@click.command()
+@click.command(short_help="Settle an unknown effect with what you established.")
 @click.argument("interaction_id")
 @click.argument("effect_id")
 @click.option(
@@ -51,7 +52,7 @@ from scope_temporal.tools.outcome import Disposition
     metavar="TOOL",
     help="Tool effects: deferred tools the call advertised (repeatable).",
 )
-@connection_options
+@server_options
 def resolve(
     interaction_id: str,
     effect_id: str,
@@ -92,10 +93,7 @@ async def _resolve(
 ) -> int:
     scope = await connection.scope()
     handle = scope.get_handle(interaction_id)
-    try:
-        tree = await handle.snapshot()
-    except ScopeError as error:
-        raise click.ClickException(str(error)) from None
+    tree = await require_snapshot(handle)
     unknown = next((u for u in tree.unknown_effects if u.effect_id == effect_id), None)
     if unknown is None:
         held = ", ".join(u.effect_id for u in tree.unknown_effects) or "none"

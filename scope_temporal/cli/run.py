@@ -12,7 +12,7 @@ from scope_temporal.cli._follow import Follower, print_outcome
 from scope_temporal.errors import ScopeError
 
 
-@click.command()
+@click.command(short_help="Start an Interaction and follow it live, answering its questions.")
 @click.argument("definition")
 @click.argument("prompt")
 @click.option(

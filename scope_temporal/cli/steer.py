@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import click
 
-from scope_temporal.cli._connect import Connection, connection_options, run_async
+from scope_temporal.cli._connect import Connection, run_async, server_options
 from scope_temporal.errors import ScopeError
 
 
-@click.command()
+@click.command(short_help="Send a user message to a running Interaction.")
 @click.argument("interaction_id")
 @click.argument("signal_id")
 @click.argument("text")
-@connection_options
+@server_options
 def steer(interaction_id: str, signal_id: str, text: str, connection: Connection) -> int:
     """Send TEXT as a user message to the Interaction INTERACTION_ID.
 

@@ -9,7 +9,7 @@ from scope_temporal.cli._connect import Connection, connection_options, run_asyn
 from scope_temporal.worker import ScopeWorker
 
 
-@click.command()
+@click.command(short_help="Serve agents (an app's Definitions, tools, models) on a task queue.")
 @click.option(
     "--app",
     "app_module",

@@ -167,6 +167,11 @@ class InteractionMachine:
         return self._state.failure
 
     @property
+    def model_calls_started(self) -> int:
+        """Model calls started so far (settled, in flight or unknown)."""
+        return self._state.next_model_call_seq - 1
+
+    @property
     def at_round_boundary(self) -> bool:
         """True when nothing is in flight: the state may be carried by continue-as-new."""
         return self._state.phase == "need_model" and not self._state.paused

@@ -128,7 +128,13 @@ class InteractionWorkflow:
 
     async def _drive(self, machine: InteractionMachine, input: InteractionInput) -> None:
         definition = machine.definition
+        calls_at_start = machine.model_calls_started
         while True:
+            if machine.at_round_boundary and not self._tasks:
+                every = input.continue_as_new_every
+                due = every is not None and machine.model_calls_started - calls_at_start >= every
+                if due or workflow.info().is_continue_as_new_suggested():
+                    await self._continue_as_new(machine, input)
             for effect in machine.next_effects():
                 if isinstance(effect, CallModel):
                     self._spawn(
@@ -150,21 +156,20 @@ class InteractionWorkflow:
                 for task in self._tasks:
                     task.cancel()
                 return
-            if (
-                machine.at_round_boundary
-                and not self._tasks
-                and workflow.info().is_continue_as_new_suggested()
-            ):
-                await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(
-                    InteractionInput(
-                        definition=input.definition,
-                        track_status=input.track_status,
-                        state=machine.state,
-                    )
-                )
             await workflow.wait_condition(lambda: self._dirty)
             self._dirty = False
+
+    async def _continue_as_new(self, machine: InteractionMachine, input: InteractionInput) -> None:
+        """Carry the whole state (context, counters, steer mailbox) into a fresh run."""
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(
+            InteractionInput(
+                definition=input.definition,
+                track_status=input.track_status,
+                continue_as_new_every=input.continue_as_new_every,
+                state=machine.state,
+            )
+        )
 
     def _spawn(self, work: Any) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work)

@@ -48,8 +48,8 @@ async def serving(
 class RecordingClient(ScopeClient):
     """A ScopeClient that remembers the ids it started (for the replay test)."""
 
-    async def start(self, definition: str, messages: Any, *, id: str | None = None) -> Any:
-        handle = await super().start(definition, messages, id=id)
+    async def start(self, definition: str, messages: Any, **options: Any) -> Any:
+        handle = await super().start(definition, messages, **options)
         STARTED_IDS.append(handle.id)
         return handle
 
