@@ -23,6 +23,7 @@ from scope_temporal.errors import DefinitionError
 from scope_temporal.models.protocol import Model
 from scope_temporal.names import DEFAULT_TASK_QUEUE
 from scope_temporal.observers import ObserverFailure, ObserverHub
+from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.workflows import registry
@@ -76,6 +77,8 @@ class ScopeWorker:
         middleware: tool middleware applied to every tool, outermost first.
         sticky_queue_schedule_to_start_timeout: short by default, so after a worker dies
             an unknown Effect surfaces about one heartbeat timeout + 1 s later.
+        payload_limit_bytes: the largest payload (model request/response, tool input and
+            result) the framework will record; see `scope_temporal.payload_limits`.
 
     Raises:
         DefinitionError: a Definition binds a tool, model or delegate Definition that is not
@@ -94,13 +97,14 @@ class ScopeWorker:
         observers: Sequence[Any] = (),
         middleware: Sequence[Middleware] = (),
         sticky_queue_schedule_to_start_timeout: timedelta = timedelta(seconds=1),
+        payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
         **worker_options: Any,
     ) -> None:
         definitions = list(definitions)
         self.tools = ToolRegistry(list(tools))
         reducers = dict(reducers or {})
         _check_bindings(definitions, self.tools, models, reducers)
-        registry.register(task_queue, definitions)
+        registry.register(task_queue, definitions, payload_limit=payload_limit_bytes)
         self.task_queue = task_queue
         self.client = with_pydantic_converter(client)
         self._observers = ObserverHub(list(observers))
@@ -110,6 +114,7 @@ class ScopeWorker:
             tools=self.tools,
             middleware=middleware,
             observers=self._observers,
+            payload_limit=payload_limit_bytes,
         )
         self.worker = Worker(
             self.client,

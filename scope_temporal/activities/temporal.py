@@ -17,12 +17,16 @@ from temporalio import activity
 
 from scope_temporal import names
 from scope_temporal.activities.model_call import ContextReducer, ModelResult, call_model
+from scope_temporal.chat import ToolResult
+from scope_temporal.errors import PAYLOAD_TOO_LARGE
+from scope_temporal.interaction.effects import ModelResponded, ModelUnknown
 from scope_temporal.activities.tool_attempt import run_tool_attempt
 from scope_temporal.models.protocol import Model
 from scope_temporal.observers import ObserverHub
+from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES, size_of, too_large
 from scope_temporal.payloads import ModelActivityInput, ToolActivityInput
 from scope_temporal.tools.middleware import Middleware
-from scope_temporal.tools.outcome import ToolOutcome
+from scope_temporal.tools.outcome import Failed, ToolOutcome
 from scope_temporal.tools.registry import ToolRegistry
 
 T = TypeVar("T")
@@ -57,12 +61,14 @@ class ScopeActivities:
         tools: ToolRegistry,
         middleware: Sequence[Middleware],
         observers: ObserverHub,
+        payload_limit: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
     ) -> None:
         self.models = dict(models)
         self.reducers = dict(reducers)
         self.tools = tools
         self.middleware = tuple(middleware)
         self.observers = observers
+        self.payload_limit = payload_limit
 
     @staticmethod
     @activity.defn(name=names.RECORD_DIGEST_ACTIVITY)
@@ -73,14 +79,46 @@ class ScopeActivities:
     @activity.defn(name=names.MODEL_ACTIVITY)
     async def model(self, input: ModelActivityInput) -> ModelResult:
         """Call the registered model once; see `call_model` for the classification."""
-        return await _with_heartbeats(
+        outcome = await _with_heartbeats(
             call_model(input.request, self.models, self.reducers, self.observers), input.heartbeat
         )
+        size = size_of(outcome)
+        if isinstance(outcome, ModelResponded) and size > self.payload_limit:
+            return ModelUnknown(
+                effect_id=outcome.effect_id,
+                diagnostic=too_large(
+                    f"The response of model {input.request.model!r} "
+                    f"(#{input.request.model_call_seq})",
+                    size,
+                    self.payload_limit,
+                    "It was not recorded; settle the effect by hand or lower max_tokens.",
+                ),
+            )
+        return outcome
 
     @activity.defn(name=names.TOOL_ACTIVITY)
     async def tool(self, input: ToolActivityInput) -> ToolOutcome:
         """Enter the tool body once; see `run_tool_attempt` for the classification."""
-        return await _with_heartbeats(
+        outcome = await _with_heartbeats(
             run_tool_attempt(input.attempt, self.tools, self.middleware, self.observers),
             input.heartbeat,
+        )
+        size = size_of(outcome)
+        if size <= self.payload_limit:
+            return outcome
+        call = input.attempt.request.call
+        return Failed(
+            result=ToolResult(
+                call_id=call.id,
+                name=call.name,
+                content=too_large(
+                    f"The result of tool {call.name!r}",
+                    size,
+                    self.payload_limit,
+                    "The tool ran, but its result could not be kept. Ask for less, or "
+                    "have the tool store large output elsewhere and return a reference.",
+                ),
+                is_error=True,
+            ),
+            code=PAYLOAD_TOO_LARGE,
         )

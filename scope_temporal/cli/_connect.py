@@ -122,15 +122,25 @@ def _read(path: str) -> bytes:
 
 
 _ADDRESS = click.option(
-    "--address", envvar="TEMPORAL_ADDRESS", default=DEFAULT_ADDRESS, show_default=True,
-    metavar="HOST:PORT", help="Temporal frontend [env TEMPORAL_ADDRESS].",
+    "--address",
+    envvar="TEMPORAL_ADDRESS",
+    default=DEFAULT_ADDRESS,
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Temporal frontend [env TEMPORAL_ADDRESS].",
 )
 _NAMESPACE = click.option(
-    "--namespace", envvar="TEMPORAL_NAMESPACE", default="default", show_default=True,
+    "--namespace",
+    envvar="TEMPORAL_NAMESPACE",
+    default="default",
+    show_default=True,
     help="Temporal namespace [env TEMPORAL_NAMESPACE].",
 )
 _TASK_QUEUE = click.option(
-    "--task-queue", envvar="SCOPE_TASK_QUEUE", default=DEFAULT_TASK_QUEUE, show_default=True,
+    "--task-queue",
+    envvar="SCOPE_TASK_QUEUE",
+    default=DEFAULT_TASK_QUEUE,
+    show_default=True,
     help="Task queue the worker serves [env SCOPE_TASK_QUEUE].",
 )
 
@@ -200,6 +210,7 @@ async def has_worker(client: Client, task_queue: str) -> bool | None:
     # least every minute (long polls), so only recent pollers count
     now = time.time()
     return any(now - p.last_access_time.ToSeconds() < 75 for p in response.pollers)
+
 
 __all__ = [
     "DEFAULT_ADDRESS",

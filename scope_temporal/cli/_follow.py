@@ -120,12 +120,15 @@ class Follower:
                     continue
                 self._seen.unknowns.add(unknown.effect_id)
                 command = resolve_command(self.handle.id, unknown, self.command_args)
-                self._say(process.process_id, [
-                    f"! outcome unknown: {unknown_label(unknown)}",
-                    f"{INDENT}why: {shorten(unknown.diagnostic, 110)}",
-                    f"{INDENT}nothing is retried; investigate, then settle it with:",
-                    f"{INDENT}{command}",
-                ])
+                self._say(
+                    process.process_id,
+                    [
+                        f"! outcome unknown: {unknown_label(unknown)}",
+                        f"{INDENT}why: {shorten(unknown.diagnostic, 110)}",
+                        f"{INDENT}nothing is retried; investigate, then settle it with:",
+                        f"{INDENT}{command}",
+                    ],
+                )
 
     async def _snapshot(self) -> TreeSnapshot | None:
         try:

@@ -61,8 +61,10 @@ async def _run(
         raise click.ClickException(str(error)) from None
     click.echo(f"started {handle.id} ({definition}) on task queue {connection.task_queue!r}")
     if await has_worker(scope.client, connection.task_queue) is False:
-        click.echo(f"  no worker is serving task queue {connection.task_queue!r} yet: start one "
-                   "(scope-temporal worker); the Interaction waits for it")
+        click.echo(
+            f"  no worker is serving task queue {connection.task_queue!r} yet: start one "
+            "(scope-temporal worker); the Interaction waits for it"
+        )
     if detach:
         click.echo(f"follow it with: scope-temporal inspect {handle.id}")
         return 0

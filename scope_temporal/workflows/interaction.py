@@ -13,6 +13,7 @@ import asyncio
 from datetime import timedelta
 from typing import Any, Literal
 
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ChildWorkflowError
@@ -33,6 +34,7 @@ from scope_temporal.interaction.effects import (
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.outputs import Failure, Output
+from scope_temporal.payload_limits import size_of, too_large
 from scope_temporal.payloads import (
     ControlInput,
     InteractionInput,
@@ -159,6 +161,17 @@ class InteractionWorkflow:
             await workflow.wait_condition(lambda: self._dirty)
             self._dirty = False
 
+    def _refuse_oversized(
+        self, machine: InteractionMachine, payload: BaseModel, what: str, advice: str
+    ) -> bool:
+        """Fail the Interaction instead of scheduling a command Temporal would reject."""
+        limit = registry.payload_limit(workflow.info().task_queue)
+        size = size_of(payload)
+        if size <= limit:
+            return False
+        machine.fail(errors.PAYLOAD_TOO_LARGE, too_large(what, size, limit, advice))
+        return True
+
     async def _continue_as_new(self, machine: InteractionMachine, input: InteractionInput) -> None:
         """Carry the whole state (context, counters, steer mailbox) into a fresh run."""
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -214,10 +227,18 @@ class InteractionWorkflow:
         heartbeat: timedelta | None,
     ) -> None:
         request = effect.request
+        payload = ModelActivityInput(request=request, heartbeat=heartbeat)
+        if self._refuse_oversized(
+            machine,
+            payload,
+            f"The request to model {request.model!r} (#{request.model_call_seq})",
+            "Add a context_reducer to the Definition, or raise payload_limit_bytes.",
+        ):
+            return
         try:
             result = await workflow.execute_activity(
                 names.MODEL_ACTIVITY,
-                ModelActivityInput(request=request, heartbeat=heartbeat),
+                payload,
                 result_type=ModelResponded | ModelHostFailed | ModelUnknown,  # type: ignore[arg-type]
                 start_to_close_timeout=timeout,
                 heartbeat_timeout=heartbeat,
@@ -237,14 +258,22 @@ class InteractionWorkflow:
         request = effect.request
         definition = machine.definition
         timeout = request.tool.timeout or definition.tool_timeout
+        payload = ToolCallInput(
+            request=request,
+            start_to_close=timeout + _TOOL_MARGIN,
+            heartbeat=definition.tool_heartbeat_timeout,
+        )
+        if self._refuse_oversized(
+            machine,
+            payload,
+            f"The input of tool call {request.call.name!r} ({request.ref})",
+            "The model produced oversized arguments; nothing ran.",
+        ):
+            return
         try:
             handle = await workflow.start_child_workflow(
                 names.TOOL_CALL_WORKFLOW,
-                ToolCallInput(
-                    request=request,
-                    start_to_close=timeout + _TOOL_MARGIN,
-                    heartbeat=definition.tool_heartbeat_timeout,
-                ),
+                payload,
                 id=request.process_id,
                 result_type=CallSettled,
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from scope_temporal.definition import Definition
 from scope_temporal.errors import DefinitionError
+from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 
 _definitions: dict[str, dict[str, Definition]] = {}
+_payload_limits: dict[str, int] = {}
 
 
-def register(task_queue: str, definitions: list[Definition]) -> None:
+def register(
+    task_queue: str, definitions: list[Definition], *, payload_limit: int | None = None
+) -> None:
     """Register a worker's Definitions for its task queue (the latest worker's set wins).
 
     A changed declaration under a name that running Interactions use is caught by the
@@ -27,6 +31,8 @@ def register(task_queue: str, definitions: list[Definition]) -> None:
     if duplicates:
         raise DefinitionError(f"Two Definitions share each of the names {duplicates}.")
     _definitions[task_queue] = {d.name: d for d in definitions}
+    if payload_limit is not None:
+        _payload_limits[task_queue] = payload_limit
 
 
 REPLAY_QUEUE = "*"
@@ -36,6 +42,11 @@ REPLAY_QUEUE = "*"
 def lookup(task_queue: str, name: str) -> Definition | None:
     found = _definitions.get(task_queue, {}).get(name)
     return found if found is not None else _definitions.get(REPLAY_QUEUE, {}).get(name)
+
+
+def payload_limit(task_queue: str) -> int:
+    """The payload limit the worker serving `task_queue` configured."""
+    return _payload_limits.get(task_queue, DEFAULT_PAYLOAD_LIMIT_BYTES)
 
 
 def registered(task_queue: str) -> list[Definition]:

@@ -1,0 +1,29 @@
+"""Payload size limits: refuse oversized payloads with a clear error, never loop.
+
+Temporal rejects payloads over its blob limit (2 MiB by default on the server), and a
+command carrying one fails the workflow task again and again. scope-temporal checks
+every payload it creates against a configured limit first:
+
+- a tool result over the limit: the call settles *failed*, model-visible, naming the tool
+  (the tool did run; its result could not be kept);
+- a model response over the limit: the model Effect is *unknown* (nothing can be proven
+  about a response that cannot be recorded), held for the host;
+- a model request or tool-call input over the limit (e.g. a context that kept growing):
+  the Interaction fails with `interaction.payload.too_large`, naming the model or tool.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+DEFAULT_PAYLOAD_LIMIT_BYTES = 1_000_000
+"""Under Temporal's 2 MiB default, leaving room for the envelope around each payload."""
+
+
+def size_of(payload: BaseModel) -> int:
+    """Bytes of the payload's JSON form, as the pydantic data converter writes it."""
+    return len(payload.model_dump_json().encode())
+
+
+def too_large(what: str, size: int, limit: int, advice: str) -> str:
+    return f"{what} is {size:,} bytes, over the payload limit of {limit:,} bytes. {advice}"

@@ -1,0 +1,87 @@
+"""CONFORMANCE 46 live: oversized payloads are refused with a clear error, never a task loop."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.testing import WorkflowEnvironment
+
+from scope_temporal import Definition, InteractionFailed, ScriptedModel, reply, tool
+from tests.live.harness import eventually, serving
+
+LIMIT = 50_000
+
+
+@tool(permission="read")
+def dump(size: int) -> str:
+    """Return `size` characters."""
+    return "x" * size
+
+
+async def task_failures(env: WorkflowEnvironment, workflow_id: str) -> int:
+    events = env.client.get_workflow_handle(workflow_id).fetch_history_events()
+    return sum([e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED async for e in events])
+
+
+async def test_c46_oversized_tool_result_is_a_model_visible_error_naming_the_tool(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    model = ScriptedModel([reply.tool_calls(("dump", {"size": 200_000})), reply.text("ok")])
+    definition = Definition("big-tool", tools=[dump])
+    async with serving(
+        temporal_env,
+        [definition],
+        tools=[dump],
+        models={"default": model},
+        payload_limit_bytes=LIMIT,
+    ) as scope:
+        handle = await scope.start("big-tool", "go")
+        out = await handle.result()
+        snap_results = model.requests[1].messages[-1].tool_results
+    assert out.text == "ok"
+    [result] = snap_results
+    assert result.is_error and "tool 'dump'" in result.content and "payload limit" in result.content
+    assert await task_failures(temporal_env, f"{handle.id}/tool/1/0") == 0
+
+
+async def test_c46_oversized_model_response_is_unknown(temporal_env: WorkflowEnvironment) -> None:
+    model = ScriptedModel([reply.text("y" * 200_000)])
+    async with serving(
+        temporal_env,
+        [Definition("big-reply")],
+        models={"default": model},
+        payload_limit_bytes=LIMIT,
+    ) as scope:
+        handle = await scope.start("big-reply", "go")
+        snap = await eventually(handle.snapshot, lambda s: bool(s.unknown_effects))
+        assert "payload limit" in snap.unknown_effects[0].diagnostic
+        assert "'default'" in snap.unknown_effects[0].diagnostic
+        assert await task_failures(temporal_env, handle.id) == 0
+        await handle.cancel()
+
+
+async def test_c46_a_context_grown_past_the_limit_fails_with_its_code(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    model = ScriptedModel(
+        [
+            reply.tool_calls(("dump", {"size": 30_000})),
+            reply.tool_calls(("dump", {"size": 30_000})),
+            reply.text("never"),
+        ]
+    )
+    definition = Definition("big-context", tools=[dump])
+    async with serving(
+        temporal_env,
+        [definition],
+        tools=[dump],
+        models={"default": model},
+        payload_limit_bytes=LIMIT,
+    ) as scope:
+        handle = await scope.start("big-context", "go")
+        with pytest.raises(InteractionFailed) as failed:
+            await handle.result()
+    assert failed.value.code == "interaction.payload.too_large"
+    assert "model 'default'" in failed.value.message and "context_reducer" in failed.value.message
+    assert len(model.requests) == 2
+    assert await task_failures(temporal_env, handle.id) == 0
