@@ -15,6 +15,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.workflow import NondeterminismError
 
 from scope_temporal.activities.model_call import ContextReducer
 from scope_temporal.activities.temporal import ScopeActivities
@@ -123,6 +124,10 @@ class ScopeWorker:
             activities=[activities.model, activities.tool, activities.record_digest],
             workflow_runner=sandbox_runner(),
             sticky_queue_schedule_to_start_timeout=sticky_queue_schedule_to_start_timeout,
+            # A non-determinism error (e.g. code changed under a running Interaction) fails
+            # the workflow instead of retrying its task forever. Set on the worker, not on
+            # the workflow classes, so a Replayer still reports it as a replay failure.
+            workflow_failure_exception_types=[NondeterminismError],
             **worker_options,
         )
 

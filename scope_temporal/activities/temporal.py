@@ -17,10 +17,10 @@ from temporalio import activity
 
 from scope_temporal import names
 from scope_temporal.activities.model_call import ContextReducer, ModelResult, call_model
+from scope_temporal.activities.tool_attempt import run_tool_attempt
 from scope_temporal.chat import ToolResult
 from scope_temporal.errors import PAYLOAD_TOO_LARGE
 from scope_temporal.interaction.effects import ModelResponded, ModelUnknown
-from scope_temporal.activities.tool_attempt import run_tool_attempt
 from scope_temporal.models.protocol import Model
 from scope_temporal.observers import ObserverHub
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES, size_of, too_large

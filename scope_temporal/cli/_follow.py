@@ -9,6 +9,7 @@ settled result with its disposition, steers and validator feedback, tool input r
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -173,7 +174,9 @@ class Follower:
             click.echo(prefix + line)
 
     def _definition(self, process_id: str) -> str:
-        return self._names.get(process_id, "delegate")
+        """The Definition of the Interaction owning `process_id` (itself or its tool call)."""
+        owner = re.sub(r"/tool/\d+/\d+$", "", process_id)
+        return self._names.get(owner, "delegate")
 
     def _progress(self, tree: TreeSnapshot, process: ProcessSnapshot) -> None:
         """Print what is new in one Interaction, in order: each model response, then the

@@ -189,100 +189,92 @@ def render_tree(tree: TreeSnapshot, extra: Sequence[str] = ()) -> list[str]:
         extra: connection options appended to the commands shown.
     """
     root = tree.root
-    lines = [
-        f"{root.process_id} · {root.definition} · {tree.status} · {root.model_calls} model call(s)"
-    ]
-    lines += _Tree(tree, tuple(extra)).body(root, 1)
-    return lines
+    head = f"{root.process_id} · {root.definition} · {tree.status} · {root.model_calls} " \
+           "model call(s)"
+    return [head, *_TreeText(tree, tuple(extra)).process(root, 1)]
 
 
-class _Tree:
+class _TreeText:
+    """Renders one tree; commands it shows address the root Interaction."""
+
     def __init__(self, tree: TreeSnapshot, extra: tuple[str, ...]) -> None:
         self.tree = tree
         self.root_id = tree.root.process_id
         self.extra = extra
 
-    def body(self, process: ProcessSnapshot, level: int) -> list[str]:
-        return _process_body(self, process, level)
+    def process(self, process: ProcessSnapshot, level: int) -> list[str]:
+        pad = INDENT * level
+        lines: list[str] = []
+        rounds = {r.model_call_seq: r for r in process.settled_results}
+        delegates = {a.ref for a in process.artifacts} | {d.ref for d in process.active_delegates}
+        active = {child_position(c): c for c in process.active_children}
+        seq = 0
+        previous: Message | None = None
+        for message in process.context:
+            if message.role == "user":
+                lines.append(pad + _user_line(message, previous))
+            elif message.role == "assistant":
+                seq += 1
+                lines.append(pad + model_line(seq, message))
+                settled = rounds.get(seq)
+                for entry in settled.entries if settled else ():
+                    line = result_line(entry, delegate=entry.call_ref in delegates)
+                    lines.append(pad + INDENT + line)
+                for index, call in enumerate(message.tool_calls):
+                    for kind in ("tool", "delegate"):
+                        child_id = active.get((kind, seq, index))
+                        if child_id is not None:
+                            lines += self.child(child_id, call, level + 1)
+            if message.role != "tool":
+                previous = message
+        for unknown in process.unknown_effects:
+            lines += self.unknown(unknown, pad)
+        if process.failure is not None:
+            lines.append(f"{pad}✗ failed [{process.failure.code}]: {process.failure.message}")
+        if process.output is not None and process.process_id == self.root_id:
+            lines.append(f"{pad}output:")
+            lines += [pad + INDENT + line for line in output_lines(process.output)]
+        return lines
 
+    def child(self, child_id: str, call: ToolCall, level: int) -> list[str]:
+        pad = INDENT * level
+        try:
+            child = self.tree.process(child_id)
+        except KeyError:
+            return [f"{pad}… {call.name} running ({child_id})"]
+        if child.kind == "interaction":
+            head = (f"{pad}… {call.name} → delegate {child.definition} {child.status} "
+                    f"({child_id}), {child.model_calls} model call(s)")
+            return [head, *self.process(child, level + 1)]
+        lines = [f"{pad}… {call_label(call, 24)} {child.status} ({child_id}), "
+                 f"entered {child.tool_entries} time(s)"]
+        for wait in child.pending_tool_inputs:
+            lines += [
+                f"{pad}{INDENT}? input wait {wait.wait_id}: {shorten(wait.prompt, 80)}",
+                f"{pad}{INDENT * 2}schema: {schema_hint(wait.response_schema)}",
+                f"{pad}{INDENT * 2}answer: {answer_command(self.root_id, wait, self.extra)}",
+            ]
+        for unknown in child.unknown_effects:
+            lines += self.unknown(unknown, pad + INDENT)
+        return lines
 
-def _process_body(t: _Tree, process: ProcessSnapshot, level: int) -> list[str]:
-    root_id = t.root_id
-    pad = INDENT * level
-    lines: list[str] = []
-    rounds = {r.model_call_seq: r for r in process.settled_results}
-    delegates = {a.ref for a in process.artifacts} | {d.ref for d in process.active_delegates}
-    active = {child_position(c): c for c in process.active_children}
-    seq = 0
-    previous: Message | None = None
-    for message in process.context:
-        if message.role == "user":
-            text = shorten(message.text, 90)
-            if previous is None or previous.role == "system":
-                lines.append(f"{pad}user: {text}")
-            elif previous.role == "assistant" and not previous.tool_calls:
-                lines.append(f"{pad}✎ completion validator: {text}")
-            else:
-                lines.append(f"{pad}✎ steer: {text}")
-        elif message.role == "assistant":
-            seq += 1
-            lines.append(pad + model_line(seq, message))
-            settled = rounds.get(seq)
-            for entry in settled.entries if settled else ():
-                delegate = entry.call_ref in delegates
-                lines.append(pad + INDENT + result_line(entry, delegate=delegate))
-            for index, call in enumerate(message.tool_calls):
-                for kind in ("tool", "delegate"):
-                    child_id = active.get((kind, seq, index))
-                    if child_id is not None:
-                        lines += _child(t, child_id, call, level + 1)
-        if message.role != "tool":
-            previous = message
-    for unknown in process.unknown_effects:
-        lines += _unknown(t, unknown, pad)
-    if process.failure is not None:
-        lines.append(f"{pad}✗ failed [{process.failure.code}]: {process.failure.message}")
-    if process.output is not None and process.process_id == root_id:
-        lines.append(f"{pad}output:")
-        lines += [pad + INDENT + line for line in output_lines(process.output)]
-    return lines
-
-
-def _child(t: _Tree, child_id: str, call: ToolCall, level: int) -> list[str]:
-    pad = INDENT * level
-    tree = t.tree
-    try:
-        child = tree.process(child_id)
-    except KeyError:
-        return [f"{pad}… {call.name} running ({child_id})"]
-    if child.kind == "interaction":
-        head = (
-            f"{pad}… {call.name} → delegate {child.definition} {child.status} ({child_id}), "
-            f"{child.model_calls} model call(s)"
-        )
-        return [head, *_process_body(t, child, level + 1)]
-    lines = [
-        f"{pad}… {call_label(call, 24)} {child.status} ({child_id}), "
-        f"entered {child.tool_entries} time(s)"
-    ]
-    for wait in child.pending_tool_inputs:
-        lines += [
-            f"{pad}{INDENT}? input wait {wait.wait_id}: {shorten(wait.prompt, 80)}",
-            f"{pad}{INDENT * 2}schema: {schema_hint(wait.response_schema)}",
-            f"{pad}{INDENT * 2}answer: {answer_command(t.root_id, wait, t.extra)}",
+    def unknown(self, unknown: UnknownEffect, pad: str) -> list[str]:
+        command = resolve_command(self.root_id, unknown, self.extra)
+        return [
+            f"{pad}! unknown outcome of {unknown_label(unknown)} (effect {unknown.effect_id})",
+            f"{pad}{INDENT}why: {shorten(unknown.diagnostic, 100)}",
+            f"{pad}{INDENT}settle it after investigating: {command}",
         ]
-    for unknown in child.unknown_effects:
-        lines += _unknown(t, unknown, pad + INDENT)
-    return lines
 
 
-def _unknown(t: _Tree, unknown: UnknownEffect, pad: str) -> list[str]:
-    return [
-        f"{pad}! unknown outcome of {unknown_label(unknown)} (effect {unknown.effect_id})",
-        f"{pad}{INDENT}why: {shorten(unknown.diagnostic, 100)}",
-        f"{pad}{INDENT}settle it after investigating: "
-        f"{resolve_command(t.root_id, unknown, t.extra)}",
-    ]
+def _user_line(message: Message, previous: Message | None) -> str:
+    """The opening prompt, validator feedback (it follows a rejected reply), or a steer."""
+    text = shorten(message.text, 90)
+    if previous is None or previous.role == "system":
+        return f"user: {text}"
+    if previous.role == "assistant" and not previous.tool_calls:
+        return f"✎ completion validator: {text}"
+    return f"✎ steer: {text}"
 
 
 __all__ = [

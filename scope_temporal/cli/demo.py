@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import sys
 import uuid
 from collections.abc import Iterator
@@ -174,24 +175,23 @@ async def _demo(
                 "ops", prompt or app.prompt or "investigate", id=f"ops-demo-{uuid.uuid4().hex[:8]}"
             )
             url = ui_url(ui_port, handle.id)
+            server = [] if address == DEFAULT_ADDRESS else ["--address", address]
             click.echo(f"  worker: in this process, task queue {task_queue!r}")
             click.echo(f"started {handle.id}; watch it in the Temporal UI: {url}\n")
             follower = Follower(
                 handle,
                 answer=Terminal(auto_approve=yes),
                 stop_unanswered=True,
-                command_args=[] if address == DEFAULT_ADDRESS else ["--address", address],
+                command_args=server,
             )
             outcome = await follower.follow()
             print_outcome(outcome)
             click.echo(f"\nSee it in the Temporal UI: {url}")
             click.echo("  (the tool calls and the delegate are child workflows of it)")
             if keep:
-                click.echo(
-                    f"\nThe Temporal server ({address}) and the worker keep running. "
-                    f"Try:\n  scope-temporal inspect {handle.id} --address {address} "
-                    f"--task-queue {task_queue}\nPress Ctrl-C to stop."
-                )
+                inspect = shlex.join(["scope-temporal", "inspect", handle.id, *server])
+                click.echo(f"\nThe Temporal server ({address}) and the worker keep running. "
+                           f"Try:\n  {inspect}\nPress Ctrl-C to stop.")
                 await wait_for_stop()
                 click.echo("stopping…")
     finally:

@@ -56,6 +56,6 @@ async def serve(app: App, connection: Connection) -> int:
             click.echo(f"  model {line}")
         click.echo("ready; Ctrl-C to stop")
         await wait_for_stop()
-        click.echo("stopping the worker (in-flight calls finish or time out)…")
+        click.echo("stopping the worker…")
     click.echo("worker stopped")
     return 0

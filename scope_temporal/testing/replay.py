@@ -14,6 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, WorkflowReplayResult
 
 from scope_temporal.definition import Definition
+from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.worker import sandbox_runner
 from scope_temporal.workflows import registry
 from scope_temporal.workflows.interaction import InteractionWorkflow
@@ -27,13 +28,23 @@ def history_task_queue(history: WorkflowHistory) -> str:
 
 
 async def replay_history(
-    history: WorkflowHistory, definitions: Iterable[Definition]
+    history: WorkflowHistory,
+    definitions: Iterable[Definition],
+    *,
+    payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
 ) -> WorkflowReplayResult:
     """Replay one Interaction or ToolCall history with these Definitions registered.
 
+    Args:
+        history: the recorded history.
+        definitions: the Definitions the recording worker served.
+        payload_limit_bytes: the recording worker's limit (its checks run in the workflow).
+
     Never raises for a replay failure: inspect `result.replay_failure`.
     """
-    registry.register(registry.REPLAY_QUEUE, list(definitions))
+    registry.register(
+        registry.REPLAY_QUEUE, list(definitions), payload_limit=payload_limit_bytes
+    )
     replayer = Replayer(
         workflows=[InteractionWorkflow, ToolCallWorkflow],
         data_converter=pydantic_data_converter,

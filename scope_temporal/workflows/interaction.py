@@ -63,40 +63,52 @@ def _scope_error(error: ScopeError) -> Exception:
 # Interaction) must fail the workflow with its code, never loop as a workflow-task failure.
 @workflow.defn(
     name=names.INTERACTION_WORKFLOW,
-    failure_exception_types=[ScopeError, workflow.NondeterminismError],
+    failure_exception_types=[ScopeError],
 )
 class InteractionWorkflow:
     """One Interaction of any registered Definition (chosen by name from the input)."""
 
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, input: InteractionInput) -> None:
+        # The machine exists before the first handler runs, so a steer or query that
+        # arrives with the very first workflow task finds it.
         self._machine: InteractionMachine | None = None
         self._dirty = False
         self._tasks: list[asyncio.Task[None]] = []
         self._crash: BaseException | None = None
+        self._startup_failure: Failure | None = None
+        task_queue = workflow.info().task_queue
+        definition = registry.lookup(task_queue, input.definition)
+        if definition is None:
+            self._startup_failure = Failure.of(
+                errors.DEFINITION_UNKNOWN,
+                f"No Definition {input.definition!r} is registered on task queue "
+                f"{task_queue!r} (known: {registry.names(task_queue)}). Register it on the "
+                "worker.",
+            )
+            return
+        try:
+            if input.state is not None:
+                self._machine = InteractionMachine(definition, input.state)
+            else:
+                self._machine = InteractionMachine.start(
+                    definition,
+                    workflow.info().workflow_id,
+                    list(input.messages),
+                    max_model_calls=input.max_model_calls,
+                    capabilities=input.capabilities,
+                )
+        except ScopeError as error:
+            self._startup_failure = Failure.of(error.code, error.message)
 
     @workflow.run
     async def run(self, input: InteractionInput) -> Output:
-        definition = registry.lookup(workflow.info().task_queue, input.definition)
-        if definition is None:
+        machine = self._machine
+        if machine is None:
             raise failure_error(
-                Failure.of(
-                    errors.DEFINITION_UNKNOWN,
-                    f"No Definition {input.definition!r} is registered on task queue "
-                    f"{workflow.info().task_queue!r} (known: "
-                    f"{registry.names(workflow.info().task_queue)}). Register it on the worker.",
-                )
+                self._startup_failure or Failure.of(errors.STATE_INVALID, "did not start")
             )
-        if input.state is not None:
-            machine = InteractionMachine(definition, input.state)
-        else:
-            machine = InteractionMachine.start(
-                definition,
-                workflow.info().workflow_id,
-                list(input.messages),
-                max_model_calls=input.max_model_calls,
-                capabilities=input.capabilities,
-            )
-        self._machine = machine
+        definition = machine.definition
         # The digest is recorded in history as a local activity's result: a replay under a
         # changed declaration reads the old digest back and fails with its code, instead
         # of silently diverging (or looping on a non-determinism error).

@@ -46,7 +46,10 @@ def lookup(task_queue: str, name: str) -> Definition | None:
 
 def payload_limit(task_queue: str) -> int:
     """The payload limit the worker serving `task_queue` configured."""
-    return _payload_limits.get(task_queue, DEFAULT_PAYLOAD_LIMIT_BYTES)
+    found = _payload_limits.get(task_queue)
+    if found is None:
+        found = _payload_limits.get(REPLAY_QUEUE, DEFAULT_PAYLOAD_LIMIT_BYTES)
+    return found
 
 
 def registered(task_queue: str) -> list[Definition]:

@@ -48,22 +48,23 @@ def _scope_error(error: ScopeError) -> Exception:
 # ScopeError: deterministic framework errors fail the workflow with their code.
 @workflow.defn(
     name=names.TOOL_CALL_WORKFLOW,
-    failure_exception_types=[ScopeError, workflow.NondeterminismError],
+    failure_exception_types=[ScopeError],
 )
 class ToolCallWorkflow:
     """The Tool call Process of one logical call."""
 
-    def __init__(self) -> None:
-        self._machine: ToolCallMachine | None = None
-
-    @workflow.run
-    async def run(self, input: ToolCallInput) -> CallSettled:
-        machine = (
+    @workflow.init
+    def __init__(self, input: ToolCallInput) -> None:
+        # Built before any handler runs: an early answer or query finds the machine.
+        self._machine = (
             ToolCallMachine(input.state)
             if input.state is not None
             else ToolCallMachine.start(input.request)
         )
-        self._machine = machine
+
+    @workflow.run
+    async def run(self, input: ToolCallInput) -> CallSettled:
+        machine = self._machine
         summary = call_summary("tool", input.request.call)
         while machine.outcome is None:
             attempt = machine.next_attempt()
@@ -169,6 +170,4 @@ class ToolCallWorkflow:
         return self._require_machine().snapshot()
 
     def _require_machine(self) -> ToolCallMachine:
-        if self._machine is None:
-            raise errors.ProtocolError("The tool call has not started yet.")
         return self._machine

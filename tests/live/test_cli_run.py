@@ -214,3 +214,41 @@ def test_errors_are_reported_without_tracebacks(stack: Stack) -> None:
     assert "no interaction 'no-such-id'" in stack.cli("inspect", "no-such-id", ok=False)
     missing = stack.cli("resolve", "no-such-id", "x", "--result", "y", ok=False)
     assert "Traceback" not in missing and "no-such-id" in missing
+
+
+APP = '''
+from scope_temporal import Definition, ScriptedModel, reply, tool
+
+@tool(permission="read")
+def shout(text: str) -> str:
+    """Shout the text."""
+    return text.upper()
+
+definitions = [Definition("echo", tools=[shout])]
+tools = [shout]
+def plan(request):
+    last = request.messages[-1]
+    if last.role == "tool":
+        return reply.text("done: " + last.tool_results[0].content)
+    return reply.tool_calls(("shout", {"text": "hi"}))
+
+models = {"default": ScriptedModel(plan)}
+'''
+
+
+def test_worker_serves_your_own_app_module(stack: Stack) -> None:
+    project = stack.home / "myproject"
+    project.mkdir()
+    (project / "myagents.py").write_text(APP)
+    queue = f"cli-app-{uuid.uuid4().hex[:6]}"
+    env = stack.env(SCOPE_TASK_QUEUE=queue)
+    worker = Proc(["worker", "--app", "myagents"], env=env, cwd=project)
+    try:
+        worker.wait_for("worker serving echo from myagents")
+        assert "model default: ScriptedModel" in worker.output
+        done = run_cli(["run", "echo", "say hi"], env=env, cwd=project)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "✓ shout(text=\"hi\") succeeded · HI" in done.stdout
+        assert "━━ output" in done.stdout and "\ndone: HI\n" in done.stdout
+    finally:
+        worker.stop()

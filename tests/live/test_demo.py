@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shlex
 from pathlib import Path
 
 import pexpect
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from tests.live.test_cli_dev import CLI, Proc, clean_env, free_port, port_open
+from tests.live.test_cli_dev import CLI, Proc, clean_env, free_port, port_open, run_cli
 
 pytestmark = pytest.mark.live
 
@@ -89,6 +90,12 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
         delegate = await client.get_workflow_handle(f"{root}/delegate/3/0").describe()
         assert delegate.workflow_type == "scope.Interaction"
         assert delegate.status == WorkflowExecutionStatus.COMPLETED
+
+        hint = demo.wait_for(r"^\s+(scope-temporal inspect .*)$").group(1)
+        assert hint == f"scope-temporal inspect {root} --address localhost:{port}"
+        tree = run_cli(shlex.split(hint)[1:], env=clean_env(tmp_path), cwd=tmp_path)
+        assert tree.returncode == 0, tree.stdout + tree.stderr
+        assert tree.stdout.startswith(f"{root} · ops · completed · 7 model call(s)")
 
         assert demo.stop() == 0
         assert not port_open(port), "the embedded server stops with the demo"

@@ -13,10 +13,12 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import WorkflowReplayResult
 
 from scope_temporal import Definition, Message, ScriptedModel, reply, tool
+from scope_temporal.names import INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW
 from scope_temporal.testing.replay import history_task_queue, replay_history
 from scope_temporal.workflows import registry
 from tests.live import loss_worker
 from tests.live.harness import DIVERGED_IDS, eventually, serving
+from tests.live.test_readme import readme_block
 
 
 @tool(permission="read")
@@ -25,14 +27,26 @@ def echo(text: str) -> str:
     return text
 
 
+def readme_definitions() -> list[Definition]:
+    """The Definition the README's program declares (its code, minus the run at the end)."""
+    code = readme_block("## Use it from your app").replace("asyncio.run(main())", "")
+    namespace: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    support = namespace["support"]
+    assert isinstance(support, Definition)
+    return [support]
+
+
 async def replay_with_deadline(
-    history: WorkflowHistory, definitions: list[Definition]
+    history: WorkflowHistory, definitions: list[Definition], payload_limit: int
 ) -> WorkflowReplayResult | None:
     """Replay with a deadline; one retry on a fresh Replayer (the SDK's replayer has
     occasionally stalled here on a history with a timed-out workflow task)."""
     for _ in range(2):
         try:
-            return await asyncio.wait_for(replay_history(history, definitions), 30)
+            return await asyncio.wait_for(
+                replay_history(history, definitions, payload_limit_bytes=payload_limit), 30
+            )
         except TimeoutError:
             continue
     return None
@@ -61,16 +75,18 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
     async for execution in client.list_workflows():
         if execution.id.split("/")[0] in DIVERGED_IDS:
             continue
+        if execution.workflow_type not in (INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW):
+            continue  # e.g. a placeholder a test started to block a child id
         history = await client.get_workflow_handle(
             execution.id, run_id=execution.run_id
         ).fetch_history()
         queue = history_task_queue(history)
-        definitions = (
-            [loss_worker.DEFINITION]  # served by a subprocess worker
-            if queue.startswith("loss-")
-            else registry.registered(queue)
-        )
-        result = await replay_with_deadline(history, definitions)
+        definitions = registry.registered(queue)
+        if queue.startswith("loss-"):  # served by a subprocess worker
+            definitions = [loss_worker.DEFINITION]
+        elif queue == "readme":  # served by the README program, in a subprocess
+            definitions = readme_definitions()
+        result = await replay_with_deadline(history, definitions, registry.payload_limit(queue))
         if result is None:
             failures[execution.id] = "replay did not finish in 2 x 30 s"
             continue

@@ -66,6 +66,9 @@ def test_resolve_needs_exactly_one_result(capsys: pytest.CaptureFixture[str]) ->
     assert "exactly one of --result or --file" in capsys.readouterr().err
 
 
-def test_demo_without_a_terminal_asks_for_yes(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo"]) == 2  # pytest's stdin is not a terminal
+def test_demo_without_a_terminal_asks_for_yes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    assert main(["demo"]) == 2
     assert "pass --yes" in capsys.readouterr().err
