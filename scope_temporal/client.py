@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -17,11 +18,12 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError, CancelledError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from scope_temporal import errors, names
 from scope_temporal.chat import Message
@@ -71,6 +73,8 @@ class InteractionSummary(BaseModel):
     workflow_type: str
     status: str
     start_time: str
+    definition: str | None = None
+    """From the ScopeDefinition search attribute (None where it is not registered)."""
 
 
 class ScopeClient:
@@ -162,6 +166,7 @@ class ScopeClient:
                     workflow_type=execution.workflow_type,
                     status=execution.status.name.lower() if execution.status else "unknown",
                     start_time=execution.start_time.isoformat(),
+                    definition=execution.typed_search_attributes.get(names.DEFINITION_ATTRIBUTE),
                 )
             )
         return found
@@ -256,27 +261,53 @@ class InteractionHandle:
         """Cancel the Interaction; its children are cancelled with it."""
         await self._workflow().cancel()
 
-    async def snapshot(self) -> TreeSnapshot:
-        """The tree: the root and every active child process, queried live."""
-        root = await self._query(self.id)
-        if root is None:
-            raise errors.ScopeError(f"Interaction {self.id!r} cannot be queried yet.")
+    async def snapshot(self, *, timeout: timedelta | None = timedelta(seconds=10)) -> TreeSnapshot:
+        """The tree: the root and every active child process, queried live.
+
+        Args:
+            timeout: per query; a query needs a worker, so without one it would hang.
+
+        Raises:
+            InteractionNotFound: no workflow has this id.
+            ScopeError: the root could not be queried (no worker answered in time).
+        """
+        root = await self._query(self.id, timeout, required=True)
+        assert root is not None
         processes = [root]
         frontier = list(root.active_children)
         while frontier:
-            child = await self._query(frontier.pop(0))
-            if child is not None:
+            child = await self._query(frontier.pop(0), timeout, required=False)
+            if child is not None:  # a child that ended meanwhile has nothing to add
                 processes.append(child)
                 frontier.extend(child.active_children)
         return TreeSnapshot(root=root, processes=tuple(processes))
 
-    async def _query(self, process_id: str) -> ProcessSnapshot | None:
+    async def _query(
+        self, process_id: str, timeout: timedelta | None, *, required: bool
+    ) -> ProcessSnapshot | None:
         try:
             result = await self._workflow(process_id).query(
-                names.SNAPSHOT_QUERY, result_type=ProcessSnapshot
+                names.SNAPSHOT_QUERY, result_type=ProcessSnapshot, rpc_timeout=timeout
             )
-        except RPCError:
-            return None
+        except RPCError as error:
+            if not required:
+                return None
+            if error.status == RPCStatusCode.NOT_FOUND:
+                raise errors.InteractionNotFound(
+                    f"No Interaction {process_id!r} (check the id and the namespace)."
+                ) from error
+            raise errors.ScopeError(
+                f"Interaction {process_id!r} could not be queried: {error.message}. Is a "
+                "worker serving its task queue?",
+                code=errors.PROTOCOL_INVALID,
+            ) from error
+        except WorkflowQueryFailedError as error:
+            if not required:
+                return None
+            raise errors.ScopeError(
+                f"Interaction {process_id!r} could not answer: {error.message}",
+                code=errors.PROTOCOL_INVALID,
+            ) from error
         assert isinstance(result, ProcessSnapshot)
         return result
 

@@ -23,6 +23,7 @@ DEFINITION_INVALID = "interaction.definition.invalid"
 DEFINITION_UNKNOWN = "interaction.definition.unknown"
 DEFINITION_CHANGED = "interaction.definition.changed"
 REPLAY_DIVERGED = "interaction.replay.diverged"
+NOT_FOUND = "interaction.not_found"
 CANCELED = "interaction.canceled"
 SETTLEMENT_MISMATCH = "interaction.settlement.mismatch"
 PAYLOAD_TOO_LARGE = "interaction.payload.too_large"
@@ -52,6 +53,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     DEFINITION_UNKNOWN: "host",
     DEFINITION_CHANGED: "host",
     REPLAY_DIVERGED: "host",
+    NOT_FOUND: "contract",
     CANCELED: "canceled",
     SETTLEMENT_MISMATCH: "contract",
     PAYLOAD_TOO_LARGE: "host",
@@ -140,6 +142,12 @@ class UnknownDefinition(ScopeError):
     """No Definition with that name is registered on the worker."""
 
     default_code = DEFINITION_UNKNOWN
+
+
+class InteractionNotFound(ScopeError):
+    """No Interaction has that id in this namespace."""
+
+    default_code = NOT_FOUND
 
 
 class InteractionFailed(ScopeError):

@@ -189,8 +189,9 @@ def render_tree(tree: TreeSnapshot, extra: Sequence[str] = ()) -> list[str]:
         extra: connection options appended to the commands shown.
     """
     root = tree.root
-    head = f"{root.process_id} · {root.definition} · {tree.status} · {root.model_calls} " \
-           "model call(s)"
+    head = (
+        f"{root.process_id} · {root.definition} · {tree.status} · {root.model_calls} model call(s)"
+    )
     return [head, *_TreeText(tree, tuple(extra)).process(root, 1)]
 
 
@@ -243,11 +244,15 @@ class _TreeText:
         except KeyError:
             return [f"{pad}… {call.name} running ({child_id})"]
         if child.kind == "interaction":
-            head = (f"{pad}… {call.name} → delegate {child.definition} {child.status} "
-                    f"({child_id}), {child.model_calls} model call(s)")
+            head = (
+                f"{pad}… {call.name} → delegate {child.definition} {child.status} "
+                f"({child_id}), {child.model_calls} model call(s)"
+            )
             return [head, *self.process(child, level + 1)]
-        lines = [f"{pad}… {call_label(call, 24)} {child.status} ({child_id}), "
-                 f"entered {child.tool_entries} time(s)"]
+        lines = [
+            f"{pad}… {call_label(call, 24)} {child.status} ({child_id}), "
+            f"entered {child.tool_entries} time(s)"
+        ]
         for wait in child.pending_tool_inputs:
             lines += [
                 f"{pad}{INDENT}? input wait {wait.wait_id}: {shorten(wait.prompt, 80)}",

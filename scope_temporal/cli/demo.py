@@ -190,8 +190,10 @@ async def _demo(
             click.echo("  (the tool calls and the delegate are child workflows of it)")
             if keep:
                 inspect = shlex.join(["scope-temporal", "inspect", handle.id, *server])
-                click.echo(f"\nThe Temporal server ({address}) and the worker keep running. "
-                           f"Try:\n  {inspect}\nPress Ctrl-C to stop.")
+                click.echo(
+                    f"\nThe Temporal server ({address}) and the worker keep running. "
+                    f"Try:\n  {inspect}\nPress Ctrl-C to stop."
+                )
                 await wait_for_stop()
                 click.echo("stopping…")
     finally:

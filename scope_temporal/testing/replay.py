@@ -42,9 +42,7 @@ async def replay_history(
 
     Never raises for a replay failure: inspect `result.replay_failure`.
     """
-    registry.register(
-        registry.REPLAY_QUEUE, list(definitions), payload_limit=payload_limit_bytes
-    )
+    registry.register(registry.REPLAY_QUEUE, list(definitions), payload_limit=payload_limit_bytes)
     replayer = Replayer(
         workflows=[InteractionWorkflow, ToolCallWorkflow],
         data_converter=pydantic_data_converter,

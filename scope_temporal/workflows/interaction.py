@@ -36,6 +36,7 @@ from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payload_limits import size_of, too_large
 from scope_temporal.payloads import (
+    ChildStatus,
     ControlInput,
     InteractionInput,
     ModelActivityInput,
@@ -45,7 +46,12 @@ from scope_temporal.payloads import (
     ToolInputAnswer,
 )
 from scope_temporal.workflows import registry
-from scope_temporal.workflows.outcomes import child_failure, describe_activity_error, failure_error
+from scope_temporal.workflows.outcomes import (
+    child_failure,
+    describe_activity_error,
+    failure_error,
+    report_to_parent,
+)
 from scope_temporal.workflows.summaries import call_summary, model_summary
 
 _ONCE = RetryPolicy(maximum_attempts=1)
@@ -77,6 +83,9 @@ class InteractionWorkflow:
         self._tasks: list[asyncio.Task[None]] = []
         self._crash: BaseException | None = None
         self._startup_failure: Failure | None = None
+        self._child_status: dict[str, str] = {}
+        self._reported_status = ""
+        self._reports: set[asyncio.Task[None]] = set()
         task_queue = workflow.info().task_queue
         definition = registry.lookup(task_queue, input.definition)
         if definition is None:
@@ -209,27 +218,53 @@ class InteractionWorkflow:
         task.add_done_callback(finished)
 
     def _track(self, input: InteractionInput) -> None:
+        """Show the live status in the UI; tell the search attribute and the parent of changes.
+
+        The tree's status is `waiting` while the machine holds an unknown effect or any
+        child reported that it waits for input or holds an unknown effect.
+        """
         machine = self._machine
         if machine is None:
             return
         snap = machine.snapshot()
-        waiting = ""
+        waiting_children = sorted(
+            pid for pid, status in self._child_status.items() if status == "waiting"
+        )
+        status = snap.status
+        if status == "running" and waiting_children:
+            status = "waiting"
+        note = ""
         if snap.unknown_effects:
-            waiting = " · waiting: unknown model effect, resolve it"
+            note = " · waiting: the model call's outcome is unknown; resolve it"
+        elif waiting_children:
+            note = f" · waiting on {', '.join(f'`{c}`' for c in waiting_children)}"
         elif snap.active_children:
-            waiting = f" · running {len(snap.active_children)} child call(s)"
+            note = f" · running {len(snap.active_children)} child call(s)"
         limit = machine.state.max_model_calls
         workflow.set_current_details(
-            f"**{snap.status}** · definition `{snap.definition}` · model calls "
-            f"{snap.model_calls}/{limit if limit is not None else '∞'}{waiting}"
+            f"**{status}** · definition `{snap.definition}` · model calls "
+            f"{snap.model_calls}/{limit if limit is not None else '∞'}{note}"
         )
+        if status == self._reported_status:
+            return
+        self._reported_status = status
         if input.track_status:
             workflow.upsert_search_attributes(
                 [
                     names.DEFINITION_ATTRIBUTE.value_set(snap.definition),
-                    names.STATUS_ATTRIBUTE.value_set(snap.status),
+                    names.STATUS_ATTRIBUTE.value_set(status),
                 ]
             )
+        report = report_to_parent(status)
+        if report is not None:
+            self._reports.add(report)
+            report.add_done_callback(self._reports.discard)
+
+    @workflow.signal(name=names.CHILD_STATUS)
+    def child_status(self, input: ChildStatus) -> None:
+        """A child tool call or delegate started or stopped waiting on the host."""
+        self._child_status[input.process_id] = input.status
+        self._dirty = True
 
     async def _call_model(
         self,
@@ -307,6 +342,7 @@ class InteractionWorkflow:
                 f"settlement: {failure.message}",
             )
             return
+        self._child_status.pop(request.process_id, None)
         if not machine.done:
             machine.on_call(settled)
 
@@ -352,6 +388,7 @@ class InteractionWorkflow:
                 settled = DelegateSettled(
                     effect_id=effect.effect_id, failure=child_failure(error, errors.DELEGATE_FAILED)
                 )
+        self._child_status.pop(effect.process_id, None)
         if not machine.done:
             machine.on_call(settled)
 

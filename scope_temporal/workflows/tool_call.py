@@ -33,7 +33,7 @@ from scope_temporal.tools.outcome import (
     Succeeded,
     Unknown,
 )
-from scope_temporal.workflows.outcomes import describe_activity_error
+from scope_temporal.workflows.outcomes import describe_activity_error, report_to_parent
 from scope_temporal.workflows.summaries import call_summary
 
 _ONCE = RetryPolicy(maximum_attempts=1)
@@ -61,6 +61,8 @@ class ToolCallWorkflow:
             if input.state is not None
             else ToolCallMachine.start(input.request)
         )
+        self._reported_status = "running"
+        self._reports: set[asyncio.Task[None]] = set()
 
     @workflow.run
     async def run(self, input: ToolCallInput) -> CallSettled:
@@ -109,6 +111,12 @@ class ToolCallWorkflow:
         if snap.unknown_effects:
             detail += f" · outcome unknown: {snap.unknown_effects[0].diagnostic}"
         workflow.set_current_details(detail)
+        if snap.status != self._reported_status:
+            self._reported_status = snap.status
+            report = report_to_parent(snap.status)
+            if report is not None:
+                self._reports.add(report)
+                report.add_done_callback(self._reports.discard)
 
     # --- signals and updates ---------------------------------------------------------
 

@@ -245,7 +245,7 @@ def test_worker_serves_your_own_app_module(stack: Stack) -> None:
     worker = Proc(["worker", "--app", "myagents"], env=env, cwd=project)
     try:
         worker.wait_for("worker serving echo from myagents")
-        assert "model default: ScriptedModel" in worker.output
+        worker.wait_for("model default: ScriptedModel")
         done = run_cli(["run", "echo", "say hi"], env=env, cwd=project)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "✓ shout(text=\"hi\") succeeded · HI" in done.stdout

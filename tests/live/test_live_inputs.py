@@ -116,12 +116,13 @@ async def _wait_for_input(handle: InteractionHandle) -> TreeSnapshot:
 
 
 async def _input_events(client: Client, workflow_id: str) -> list[str]:
-    """Names of the signal/update events in a workflow's history."""
+    """Names of the signal/update events a workflow *received* (not the status signals
+    a ToolCall sends its parent)."""
     history = await client.get_workflow_handle(workflow_id).fetch_history()
     found = []
     for event in history.events:
         name = EventType.Name(event.event_type)
-        if "SIGNALED" in name or "UPDATE" in name:
+        if ("SIGNALED" in name or "UPDATE" in name) and "EXTERNAL" not in name:
             found.append(name)
     return found
 

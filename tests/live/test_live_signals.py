@@ -121,7 +121,8 @@ async def _accepted_updates(client: Client, workflow_id: str) -> int:
 async def _input_events(client: Client, workflow_id: str) -> list[str]:
     history = await client.get_workflow_handle(workflow_id).fetch_history()
     names = [EventType.Name(e.event_type) for e in history.events]
-    return [n for n in names if "SIGNALED" in n or "UPDATE" in n]
+    # received ones only: a ToolCall's status signals to its parent are outgoing
+    return [n for n in names if ("SIGNALED" in n or "UPDATE" in n) and "EXTERNAL" not in n]
 
 
 def _roles(request: ModelRequest) -> list[str]:
