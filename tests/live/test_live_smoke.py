@@ -12,7 +12,7 @@ def lookup(query: str) -> str:
     return f"found {query}"
 
 
-async def test_c02_live_one_tool_round(temporal_env: WorkflowEnvironment) -> None:
+async def test_c2_live_one_tool_round(temporal_env: WorkflowEnvironment) -> None:
     model = ScriptedModel([reply.tool_calls(("lookup", {"query": "x"})), reply.text("done")])
     definition = Definition("smoke", tools=[lookup])
     async with serving(

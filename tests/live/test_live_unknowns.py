@@ -46,7 +46,7 @@ def has_unknown(snap: TreeSnapshot) -> bool:
     return bool(snap.unknown_effects)
 
 
-async def test_c09_live_model_exception_is_an_unknown_effect_and_the_workflow_stays_open(
+async def test_c9_live_model_exception_is_an_unknown_effect_and_the_workflow_stays_open(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     model = ScriptedModel([ConnectionError("socket closed"), reply.text("never")])
@@ -63,7 +63,7 @@ async def test_c09_live_model_exception_is_an_unknown_effect_and_the_workflow_st
         await handle.cancel()
 
 
-async def test_c09_live_model_activity_timeout_is_unknown(
+async def test_c9_live_model_activity_timeout_is_unknown(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     from datetime import timedelta

@@ -46,7 +46,7 @@ def model_of(runner: LocalRunner) -> ScriptedModel:
     return model
 
 
-async def test_c01_text_reply_completes_with_one_model_call_and_no_tools() -> None:
+async def test_c1_text_reply_completes_with_one_model_call_and_no_tools() -> None:
     runner = runner_for(Definition("plain"), [reply.text("hello")])
     run = await runner.start("plain", [Message.user("hi")])
     out = await run.result(timeout=5)
@@ -56,7 +56,7 @@ async def test_c01_text_reply_completes_with_one_model_call_and_no_tools() -> No
     assert model_of(runner).requests[0].tools == ()
 
 
-async def test_c02_one_tool_round_sends_call_and_result_to_the_second_request() -> None:
+async def test_c2_one_tool_round_sends_call_and_result_to_the_second_request() -> None:
     definition = Definition("one", tools=[lookup])
     runner = runner_for(
         definition, [reply.tool_calls(("lookup", {"query": "x"})), reply.text("ok")]
@@ -69,7 +69,7 @@ async def test_c02_one_tool_round_sends_call_and_result_to_the_second_request() 
     assert out.model_calls == 2
 
 
-async def test_c03_manifest_lists_tools_then_delegates_then_advertised_deferred() -> None:
+async def test_c3_manifest_lists_tools_then_delegates_then_advertised_deferred() -> None:
     from scope_temporal import Delegate
 
     @tool(permission="read")
@@ -96,7 +96,7 @@ async def test_c03_manifest_lists_tools_then_delegates_then_advertised_deferred(
     assert [t.name for t in requests[1].tools] == ["lookup", "unlock", "helper", "secret_tool"]
 
 
-async def test_c04_length_with_tool_calls_runs_nothing_and_calls_the_model_again() -> None:
+async def test_c4_length_with_tool_calls_runs_nothing_and_calls_the_model_again() -> None:
     definition = Definition("len", tools=[lookup])
     runner = runner_for(
         definition,
@@ -113,7 +113,7 @@ async def test_c04_length_with_tool_calls_runs_nothing_and_calls_the_model_again
     "finish",
     [FinishReason.stop, FinishReason.content_filter, FinishReason.refusal, FinishReason.other],
 )
-async def test_c05_tool_calls_with_other_finish_fail_without_running(finish: FinishReason) -> None:
+async def test_c5_tool_calls_with_other_finish_fail_without_running(finish: FinishReason) -> None:
     definition = Definition("fin", tools=[lookup])
     response = reply.response(tool_calls=[("lookup", {"query": "x"})], finish_reason=finish)
     runner = runner_for(definition, [reply.text("first"), response])
@@ -129,7 +129,7 @@ async def test_c05_tool_calls_with_other_finish_fail_without_running(finish: Fin
 
 
 @pytest.mark.parametrize("case", ["duplicate_ids", "empty_reply"])
-async def test_c06_invalid_response_fails_and_the_model_is_not_called_again(case: str) -> None:
+async def test_c6_invalid_response_fails_and_the_model_is_not_called_again(case: str) -> None:
     definition = Definition("inv", tools=[lookup])
     bad = (
         reply.tool_calls(("lookup", {"query": "a"}, "same"), ("lookup", {"query": "b"}, "same"))
@@ -146,13 +146,13 @@ async def test_c06_invalid_response_fails_and_the_model_is_not_called_again(case
     assert all(not m.tool_calls for m in run.snapshot().context)
 
 
-async def test_c07_text_reply_cut_by_length_still_completes() -> None:
+async def test_c7_text_reply_cut_by_length_still_completes() -> None:
     runner = runner_for(Definition("cut"), [reply.length(text="partial")])
     out = await (await runner.start("cut", [Message.user("go")])).result(timeout=5)
     assert out.text == "partial"
 
 
-async def test_c08_max_model_calls_is_a_hard_bound() -> None:
+async def test_c8_max_model_calls_is_a_hard_bound() -> None:
     definition = Definition("bound", tools=[lookup], max_model_calls=1)
     runner = runner_for(definition, [reply.tool_calls(("lookup", {"query": "x"}))] * 3)
     with pytest.raises(InteractionFailed) as failed:
@@ -172,7 +172,7 @@ async def test_c08_max_model_calls_is_a_hard_bound() -> None:
     assert out.model_calls == 31
 
 
-async def test_c09_model_exception_leaves_the_effect_unknown_and_is_not_retried() -> None:
+async def test_c9_model_exception_leaves_the_effect_unknown_and_is_not_retried() -> None:
     runner = runner_for(Definition("amb"), [TimeoutError("lost"), reply.text("never")])
     run = await runner.start("amb", [Message.user("go")])
     snap = await run.idle()

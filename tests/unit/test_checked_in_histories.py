@@ -1,0 +1,48 @@
+"""CONFORMANCE 42, offline: histories checked into tests/histories replay with today's code.
+
+They hold an input wait, a steer, and an unknown tool effect resolved by the host; a
+change that would break running Interactions fails here, without any server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+
+from scope_temporal import Definition
+from scope_temporal.testing.replay import replay_history
+from tests.histories.agents import DEFINITIONS
+
+HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
+
+
+def load(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(path.stem, path.read_text())
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_c42_checked_in_history_replays(path: Path) -> None:
+    result = await replay_history(load(path), DEFINITIONS)
+    assert result.replay_failure is None
+
+
+async def test_c42_a_changed_definition_is_caught_by_replay() -> None:
+    changed = Definition(
+        "recorded",
+        instructions="You fix services, differently.",
+        tools=DEFINITIONS[0].tools,
+        max_concurrent_tool_calls=2,
+    )
+    result = await replay_history(load(HISTORIES[0]), [changed])
+    assert result.replay_failure is not None
+
+
+def test_histories_are_present() -> None:
+    assert [p.stem for p in HISTORIES] == [
+        "recorded",
+        "recorded_tool_1_0",
+        "recorded_tool_1_1",
+        "recorded_tool_2_0",
+    ]
