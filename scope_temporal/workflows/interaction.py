@@ -51,18 +51,12 @@ from scope_temporal.workflows.outcomes import (
     describe_activity_error,
     failure_error,
     report_to_parent,
+    update_rejection,
 )
 from scope_temporal.workflows.summaries import call_summary, model_summary
 
 _ONCE = RetryPolicy(maximum_attempts=1)
 _TOOL_MARGIN = timedelta(seconds=5)
-
-
-def _scope_error(error: ScopeError) -> Exception:
-    """Update validators raise ApplicationErrors so the caller gets the typed code."""
-    from temporalio.exceptions import ApplicationError
-
-    return ApplicationError(error.message, type=error.code, non_retryable=True)
 
 
 # ScopeError: a deterministic framework error (e.g. the Definition changed under a running
@@ -414,7 +408,7 @@ class InteractionWorkflow:
         try:
             self._require_machine().check_steer(input.signal_id, input.messages)
         except ScopeError as error:
-            raise _scope_error(error) from None
+            raise update_rejection(error) from None
 
     @workflow.signal(name=names.RESOLVE)
     def resolve_signal(self, input: ResolveInput) -> None:
@@ -448,7 +442,7 @@ class InteractionWorkflow:
                 )
             self._require_machine().check_resolution(input.settlement)
         except ScopeError as error:
-            raise _scope_error(error) from None
+            raise update_rejection(error) from None
 
     @workflow.signal(name=names.TOOL_INPUT)
     def tool_input_signal(self, input: ToolInputAnswer) -> None:

@@ -18,6 +18,7 @@ from temporalio.exceptions import (
 )
 
 from scope_temporal import errors, names
+from scope_temporal.errors import ScopeError
 from scope_temporal.outputs import Failure
 from scope_temporal.payloads import ChildStatus
 
@@ -53,6 +54,11 @@ def child_failure(error: ChildWorkflowError, default_code: str) -> Failure:
     if isinstance(cause, TimeoutError):
         return Failure.of(default_code, f"the child timed out: {cause.message}")
     return Failure.of(default_code, str(cause or error))
+
+
+def update_rejection(error: ScopeError) -> ApplicationError:
+    """What an update validator raises: the caller gets the typed code; no history is kept."""
+    return ApplicationError(error.message, type=error.code, non_retryable=True)
 
 
 def failure_error(failure: Failure) -> ApplicationError:

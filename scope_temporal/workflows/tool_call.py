@@ -33,16 +33,14 @@ from scope_temporal.tools.outcome import (
     Succeeded,
     Unknown,
 )
-from scope_temporal.workflows.outcomes import describe_activity_error, report_to_parent
+from scope_temporal.workflows.outcomes import (
+    describe_activity_error,
+    report_to_parent,
+    update_rejection,
+)
 from scope_temporal.workflows.summaries import call_summary
 
 _ONCE = RetryPolicy(maximum_attempts=1)
-
-
-def _scope_error(error: ScopeError) -> Exception:
-    from temporalio.exceptions import ApplicationError
-
-    return ApplicationError(error.message, type=error.code, non_retryable=True)
 
 
 # ScopeError: deterministic framework errors fail the workflow with their code.
@@ -137,7 +135,7 @@ class ToolCallWorkflow:
         try:
             self._require_machine().check_answer(input.wait_id, input.answer_id, input.response)
         except ScopeError as error:
-            raise _scope_error(error) from None
+            raise update_rejection(error) from None
 
     @workflow.signal(name=names.RESOLVE)
     def resolve_signal(self, input: ResolveInput) -> None:
@@ -163,7 +161,7 @@ class ToolCallWorkflow:
                 )
             self._require_machine().check_resolution(input.settlement)
         except ScopeError as error:
-            raise _scope_error(error) from None
+            raise update_rejection(error) from None
 
     @workflow.signal(name=names.PAUSE)
     def pause(self, input: ControlInput | None = None) -> None:
