@@ -19,7 +19,6 @@ TOOL_INPUT = "scope.tool_input"
 RESOLVE = "scope.resolve"
 PAUSE = "scope.pause"
 RESUME = "scope.resume"
-CHILD_STATUS = "scope.child_status"
 
 SNAPSHOT_QUERY = "scope.snapshot"
 

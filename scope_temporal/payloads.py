@@ -85,10 +85,3 @@ class ResolveInput(_Payload):
 
 class ControlInput(_Payload):
     """Signals `scope.pause` / `scope.resume` (no fields yet)."""
-
-
-class ChildStatus(_Payload):
-    """Internal signal `scope.child_status`: a child's status changed (e.g. to waiting)."""
-
-    process_id: str
-    status: str

@@ -167,6 +167,12 @@ class InteractionMachine:
         return self._state.failure
 
     @property
+    def model_in_flight(self) -> bool:
+        """A model call was started and has not reported anything yet."""
+        model = self._state.model
+        return model is not None and model.emitted and not model.unknown
+
+    @property
     def model_calls_started(self) -> int:
         """Model calls started so far (settled, in flight or unknown)."""
         return self._state.next_model_call_seq - 1

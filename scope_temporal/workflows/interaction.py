@@ -36,7 +36,6 @@ from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payload_limits import size_of, too_large
 from scope_temporal.payloads import (
-    ChildStatus,
     ControlInput,
     InteractionInput,
     ModelActivityInput,
@@ -50,7 +49,6 @@ from scope_temporal.workflows.outcomes import (
     child_failure,
     describe_activity_error,
     failure_error,
-    report_to_parent,
     update_rejection,
 )
 from scope_temporal.workflows.summaries import call_summary, model_summary
@@ -77,9 +75,7 @@ class InteractionWorkflow:
         self._tasks: list[asyncio.Task[None]] = []
         self._crash: BaseException | None = None
         self._startup_failure: Failure | None = None
-        self._child_status: dict[str, str] = {}
-        self._reported_status = ""
-        self._reports: set[asyncio.Task[None]] = set()
+        self._reported_status = "running"  # what the client set at start
         task_queue = workflow.info().task_queue
         definition = registry.lookup(task_queue, input.definition)
         if definition is None:
@@ -212,33 +208,28 @@ class InteractionWorkflow:
         task.add_done_callback(finished)
 
     def _track(self, input: InteractionInput) -> None:
-        """Show the live status in the UI; tell the search attribute and the parent of changes.
+        """Show the live status in the UI; keep the ScopeStatus search attribute current.
 
-        The tree's status is `waiting` while the machine holds an unknown effect or any
-        child reported that it waits for input or holds an unknown effect.
+        The attribute changes only on pause/resume (signals) and at the end. An unknown
+        effect shows as `waiting` in the details but not in the attribute: an update that
+        settles it may be applied before or after the activity's failure in the same
+        workflow task on replay, so no command may depend on that moment.
         """
         machine = self._machine
         if machine is None:
             return
         snap = machine.snapshot()
-        waiting_children = sorted(
-            pid for pid, status in self._child_status.items() if status == "waiting"
-        )
-        status = snap.status
-        if status == "running" and waiting_children:
-            status = "waiting"
         note = ""
         if snap.unknown_effects:
             note = " · waiting: the model call's outcome is unknown; resolve it"
-        elif waiting_children:
-            note = f" · waiting on {', '.join(f'`{c}`' for c in waiting_children)}"
         elif snap.active_children:
             note = f" · running {len(snap.active_children)} child call(s)"
         limit = machine.state.max_model_calls
         workflow.set_current_details(
-            f"**{status}** · definition `{snap.definition}` · model calls "
+            f"**{snap.status}** · definition `{snap.definition}` · model calls "
             f"{snap.model_calls}/{limit if limit is not None else '∞'}{note}"
         )
+        status = "running" if snap.status == "waiting" else snap.status
         if status == self._reported_status:
             return
         self._reported_status = status
@@ -249,16 +240,6 @@ class InteractionWorkflow:
                     names.STATUS_ATTRIBUTE.value_set(status),
                 ]
             )
-        report = report_to_parent(status)
-        if report is not None:
-            self._reports.add(report)
-            report.add_done_callback(self._reports.discard)
-
-    @workflow.signal(name=names.CHILD_STATUS)
-    def child_status(self, input: ChildStatus) -> None:
-        """A child tool call or delegate started or stopped waiting on the host."""
-        self._child_status[input.process_id] = input.status
-        self._dirty = True
 
     async def _call_model(
         self,
@@ -336,7 +317,6 @@ class InteractionWorkflow:
                 f"settlement: {failure.message}",
             )
             return
-        self._child_status.pop(request.process_id, None)
         if not machine.done:
             machine.on_call(settled)
 
@@ -382,7 +362,6 @@ class InteractionWorkflow:
                 settled = DelegateSettled(
                     effect_id=effect.effect_id, failure=child_failure(error, errors.DELEGATE_FAILED)
                 )
-        self._child_status.pop(effect.process_id, None)
         if not machine.done:
             machine.on_call(settled)
 
@@ -399,7 +378,10 @@ class InteractionWorkflow:
 
     @workflow.update(name=names.STEER)
     def steer_update(self, input: SteerInput) -> bool:
-        accepted = self._require_machine().steer(input.signal_id, input.messages)
+        try:
+            accepted = self._require_machine().steer(input.signal_id, input.messages)
+        except ScopeError as error:
+            raise update_rejection(error) from None
         self._dirty = True
         return accepted
 
@@ -427,10 +409,17 @@ class InteractionWorkflow:
         self._dirty = True
 
     @workflow.update(name=names.RESOLVE)
-    def resolve_update(self, input: ResolveInput) -> None:
+    async def resolve_update(self, input: ResolveInput) -> None:
         settlement = input.settlement
         assert isinstance(settlement, ModelSettlement)
-        self._require_machine().resolve(settlement)
+        machine = self._require_machine()
+        # On replay an update can be applied before the activity failure it settles,
+        # when both fall in one workflow task: wait for the unknown to be recorded.
+        await workflow.wait_condition(lambda: not machine.model_in_flight)
+        try:
+            machine.resolve(settlement)
+        except ScopeError as error:
+            raise update_rejection(error) from None
         self._dirty = True
 
     @resolve_update.validator

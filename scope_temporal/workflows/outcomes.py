@@ -6,9 +6,6 @@ that escaped) gives an *ambiguous* outcome: we describe it for the host and neve
 
 from __future__ import annotations
 
-import asyncio
-
-from temporalio import workflow
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -17,10 +14,9 @@ from temporalio.exceptions import (
     TimeoutError,
 )
 
-from scope_temporal import errors, names
+from scope_temporal import errors
 from scope_temporal.errors import ScopeError
 from scope_temporal.outputs import Failure
-from scope_temporal.payloads import ChildStatus
 
 
 def describe_activity_error(error: ActivityError) -> str:
@@ -66,24 +62,3 @@ def failure_error(failure: Failure) -> ApplicationError:
     return ApplicationError(
         failure.message, failure.model_dump(mode="json"), type=failure.code, non_retryable=True
     )
-
-
-def report_to_parent(status: str) -> asyncio.Task[None] | None:
-    """Tell the parent Process (if any) this Process's status changed (signal `scope.child_status`).
-
-    Fire-and-forget: a parent that has ended meanwhile simply does not receive it.
-    """
-    parent = workflow.info().parent
-    if parent is None or status in ("completed", "failed", "canceled"):
-        return None  # an ended child's result reaches the parent anyway
-    payload = ChildStatus(process_id=workflow.info().workflow_id, status=status)
-
-    async def send() -> None:
-        try:
-            await workflow.get_external_workflow_handle(parent.workflow_id).signal(
-                names.CHILD_STATUS, payload
-            )
-        except Exception as error:  # the parent ended: nobody left to tell
-            workflow.logger.info("status not delivered to %s: %s", parent.workflow_id, error)
-
-    return asyncio.create_task(send())

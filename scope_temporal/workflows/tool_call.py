@@ -35,7 +35,6 @@ from scope_temporal.tools.outcome import (
 )
 from scope_temporal.workflows.outcomes import (
     describe_activity_error,
-    report_to_parent,
     update_rejection,
 )
 from scope_temporal.workflows.summaries import call_summary
@@ -59,8 +58,6 @@ class ToolCallWorkflow:
             if input.state is not None
             else ToolCallMachine.start(input.request)
         )
-        self._reported_status = "running"
-        self._reports: set[asyncio.Task[None]] = set()
 
     @workflow.run
     async def run(self, input: ToolCallInput) -> CallSettled:
@@ -109,12 +106,6 @@ class ToolCallWorkflow:
         if snap.unknown_effects:
             detail += f" · outcome unknown: {snap.unknown_effects[0].diagnostic}"
         workflow.set_current_details(detail)
-        if snap.status != self._reported_status:
-            self._reported_status = snap.status
-            report = report_to_parent(snap.status)
-            if report is not None:
-                self._reports.add(report)
-                report.add_done_callback(self._reports.discard)
 
     # --- signals and updates ---------------------------------------------------------
 
@@ -127,8 +118,15 @@ class ToolCallWorkflow:
             machine.record_rejected(input.answer_id, "tool_input", error)
 
     @workflow.update(name=names.TOOL_INPUT)
-    def tool_input_update(self, input: ToolInputAnswer) -> bool:
-        return self._require_machine().answer(input.wait_id, input.answer_id, input.response)
+    async def tool_input_update(self, input: ToolInputAnswer) -> bool:
+        machine = self._machine
+        # On replay an update can be applied before the activity outcome that opened the
+        # wait, when both fall in one workflow task: wait for the wait to be recorded.
+        await workflow.wait_condition(lambda: machine.state.phase != "running")
+        try:
+            return machine.answer(input.wait_id, input.answer_id, input.response)
+        except ScopeError as error:
+            raise update_rejection(error) from None
 
     @tool_input_update.validator
     def _validate_tool_input(self, input: ToolInputAnswer) -> None:
@@ -148,9 +146,15 @@ class ToolCallWorkflow:
             machine.record_rejected(input.signal_id, "resolve", error)
 
     @workflow.update(name=names.RESOLVE)
-    def resolve_update(self, input: ResolveInput) -> None:
+    async def resolve_update(self, input: ResolveInput) -> None:
         assert isinstance(input.settlement, ToolSettlement)
-        self._require_machine().resolve(input.settlement)
+        machine = self._machine
+        # See tool_input_update: wait until the unknown outcome is recorded.
+        await workflow.wait_condition(lambda: machine.state.phase != "running")
+        try:
+            machine.resolve(input.settlement)
+        except ScopeError as error:
+            raise update_rejection(error) from None
 
     @resolve_update.validator
     def _validate_resolve(self, input: ResolveInput) -> None:
