@@ -16,13 +16,14 @@ The rules it keeps (DESIGN.md section 2):
  4. Tool calls run only with finish `tool_calls`; with `length` each call gets a
     "not executed" result and the model is called again; any other finish fails.
  5. Unknown tools, unauthorised tools and invalid arguments settle at admission with a
-    model-visible rejected result; no child starts.
+    model-visible rejected result; no child starts (`rounds.py`).
  6. Tool calls start within the scheduling window (`scheduling.py`); delegates start when
     their round opens. The round commits, results in call order, only when every call
-    is definite. Advertisements commit only with a successful call.
+    is definite. Advertisements commit only with a successful call (`rounds.py`).
  7. A candidate (a final reply, or a fully successful direct-result batch) completes only
     if no steer is pending and the completion validator accepts it; otherwise the model
-    is called again. `max_model_calls` is the hard bound (`interaction.limit.model_calls`).
+    is called again (`completion.py`). `max_model_calls` is the hard bound
+    (`interaction.limit.model_calls`).
 
 Every transition works on a copy and commits only when it succeeds: a refused input
 (`ScopeError`) leaves the state untouched; an unexpected exception fails the machine
@@ -31,27 +32,21 @@ closed (`interaction.state.invalid`) and it refuses further input.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Literal, TypeVar
 
 from scope_temporal import errors
-from scope_temporal.chat import FinishReason, Message, Response, ToolCall, ToolResult
-from scope_temporal.definition import DEFAULT_DELEGATE_INPUT_SCHEMA, Definition
+from scope_temporal.chat import FinishReason, Message, Response
+from scope_temporal.definition import Definition
 from scope_temporal.errors import InvalidSignal, ProtocolError, ScopeError, SettlementMismatch
 from scope_temporal.ids import (
-    call_effect_id,
-    delegate_process_id,
     model_effect_id,
-    tool_call_process_id,
     tool_call_ref,
 )
-from scope_temporal.interaction import rules
+from scope_temporal.interaction import completion, rounds, rules
 from scope_temporal.interaction.effects import (
     CallModel,
     CallOutcome,
-    CallSettled,
-    DelegateSettled,
     Effect,
     ModelEffectRequest,
     ModelHostFailed,
@@ -59,33 +54,24 @@ from scope_temporal.interaction.effects import (
     ModelResponded,
     ModelSettlement,
     ModelUnknown,
-    StartDelegate,
-    StartToolCall,
-    ToolEffectRequest,
 )
-from scope_temporal.interaction.scheduling import startable
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
     ProcessSnapshot,
     RejectedSignal,
     ResultEntry,
-    RoundResults,
     Status,
     UnknownEffect,
 )
 from scope_temporal.interaction.state import (
     TERMINAL_PHASES,
-    CallSlot,
     InteractionState,
-    OpenRound,
     PendingModel,
     SteerEnvelope,
 )
 from scope_temporal.interaction.steering import check_steer_messages, steer_digest
-from scope_temporal.outputs import Artifact, CompletionCandidate, Failure, Output
+from scope_temporal.outputs import Failure, Output
 from scope_temporal.tools import rejections
-from scope_temporal.tools.outcome import Failed, Succeeded
-from scope_temporal.tools.validation import validate_arguments
 
 T = TypeVar("T")
 ArgumentValidator = Callable[[dict[str, object], str], "str | None"]
@@ -252,7 +238,7 @@ class InteractionMachine:
 
     def on_call(self, outcome: CallOutcome) -> None:
         """Settle one running call of the open round with its child's definite result."""
-        self._apply(lambda s: self._on_call(s, outcome))
+        self._apply(lambda s: rounds.on_call(self.definition, s, outcome))
 
     def check_steer(self, signal_id: str, messages: tuple[Message, ...]) -> bool:
         """Validate a steer; True if new, False if an exact duplicate (a no-op).
@@ -324,7 +310,7 @@ class InteractionMachine:
             s.model.emitted = True
             return [CallModel(request=s.model.request)]
         if s.phase == "round" and s.round is not None:
-            return self._start_calls(s, s.round)
+            return rounds.start_calls(self.definition, s, s.round)
         return []
 
     def _begin_model_call(self, s: InteractionState) -> list[Effect]:
@@ -401,10 +387,10 @@ class InteractionMachine:
         calls = message.tool_calls
         if not calls:
             s.context.append(message)
-            self._candidate(s, model_response=response)
+            completion.candidate(self.definition, s, model_response=response)
         elif response.finish_reason == FinishReason.tool_calls:
             s.context.append(message)
-            self._open_round(s, seq, calls)
+            rounds.open_round(self.definition, s, seq, calls)
         elif response.finish_reason == FinishReason.length:
             s.context.append(message)
             s.context.append(Message.tool([rejections.not_executed_token_limit(c) for c in calls]))
@@ -416,274 +402,6 @@ class InteractionMachine:
                 f"The model asked for {len(calls)} tool call(s) but finished with "
                 f"{response.finish_reason.value!r}; nothing was executed.",
             )
-
-    def _open_round(self, s: InteractionState, seq: int, calls: list[ToolCall]) -> None:
-        slots = [self._admit_call(s, seq, index, call) for index, call in enumerate(calls)]
-        if s.phase == "failed":
-            return
-        s.round = OpenRound(model_call_seq=seq, slots=slots)
-        s.phase = "round"
-        self._commit_if_complete(s)
-
-    def _admit_call(self, s: InteractionState, seq: int, index: int, call: ToolCall) -> CallSlot:
-        try:
-            return self._admit_call_checked(s, seq, index, call)
-        except ScopeError as error:  # the tool's own schema is broken: a definite failure
-            rules.fail(s, error.code, f"Call {call.name!r} could not be checked: {error.message}")
-            return rules.rejected_slot(index, call, "", rejections.not_available(call))
-
-    def _admit_call_checked(
-        self, s: InteractionState, seq: int, index: int, call: ToolCall
-    ) -> CallSlot:
-        effect_id = call_effect_id(s.process_id, seq, index)
-        delegate = self.definition.delegate(call.name)
-        if delegate is not None:
-            error = validate_arguments(delegate.input_schema, call.arguments)
-            if error is not None:
-                return rules.rejected_slot(
-                    index, call, effect_id, rejections.invalid_arguments(call, error)
-                )
-            return CallSlot(
-                index=index,
-                call=call,
-                effect_id=effect_id,
-                target="delegate",
-                process_id=delegate_process_id(s.process_id, seq, index),
-            )
-        spec = rules.bound_tool(self.definition, s.advertised, call.name)
-        if spec is None:
-            return rules.rejected_slot(index, call, effect_id, rejections.not_available(call))
-        if spec.permission not in s.granted:
-            return rules.rejected_slot(
-                index, call, effect_id, rejections.not_authorized(call, spec.permission)
-            )
-        error = validate_arguments(spec.parameters, call.arguments)
-        if error is not None:
-            return rules.rejected_slot(
-                index, call, effect_id, rejections.invalid_arguments(call, error)
-            )
-        return CallSlot(
-            index=index,
-            call=call,
-            effect_id=effect_id,
-            target="tool",
-            scheduling=spec.scheduling_class,
-            concurrency_key=spec.concurrency_key,
-            direct_result=spec.direct_result,
-            process_id=tool_call_process_id(s.process_id, seq, index),
-        )
-
-    def _start_calls(self, s: InteractionState, round_: OpenRound) -> list[Effect]:
-        effects: list[Effect] = []
-        for slot in round_.slots:
-            if slot.target == "delegate" and slot.status == "pending":
-                slot.status = "running"
-                effects.append(self._delegate_effect(s, round_.model_call_seq, slot))
-        window = self.definition.max_concurrent_tool_calls
-        for index in startable(round_.slots, window):
-            slot = round_.slots[index]
-            slot.status = "running"
-            spec = rules.bound_tool(self.definition, s.advertised, slot.call.name)
-            assert spec is not None  # admission only lets bound tools through
-            effects.append(
-                StartToolCall(
-                    request=ToolEffectRequest(
-                        definition=s.definition,
-                        digest=s.digest,
-                        process_id=slot.process_id or "",
-                        parent_id=s.process_id,
-                        effect_id=slot.effect_id,
-                        ref=tool_call_ref(s.process_id, round_.model_call_seq, slot.index),
-                        model_call_seq=round_.model_call_seq,
-                        call_index=slot.index,
-                        call=slot.call,
-                        tool=spec,
-                        granted=s.granted,
-                        deferred_tools=tuple(t.name for t in self.definition.tools.deferred),
-                    )
-                )
-            )
-        return effects
-
-    def _delegate_effect(self, s: InteractionState, seq: int, slot: CallSlot) -> StartDelegate:
-        delegate = self.definition.delegate(slot.call.name)
-        assert delegate is not None  # admission only lets bound delegates through
-        arguments = json.loads(slot.call.arguments or "{}")
-        if delegate.input_schema is DEFAULT_DELEGATE_INPUT_SCHEMA:
-            text = str(arguments["task"])
-        else:
-            text = json.dumps(arguments, ensure_ascii=False)
-        granted = frozenset(s.granted)
-        if delegate.capabilities is not None:
-            granted &= delegate.capabilities
-        return StartDelegate(
-            effect_id=slot.effect_id,
-            process_id=slot.process_id or "",
-            ref=tool_call_ref(s.process_id, seq, slot.index),
-            model_call_seq=seq,
-            call_index=slot.index,
-            delegate=delegate.name,
-            definition=delegate.definition,
-            messages=(Message.user(text),),
-            max_model_calls=delegate.max_model_calls,
-            capabilities=tuple(sorted(granted)),
-        )
-
-    def _on_call(self, s: InteractionState, outcome: CallOutcome) -> None:
-        round_ = s.round
-        slot = None
-        if s.phase == "round" and round_ is not None:
-            slot = next((x for x in round_.slots if x.effect_id == outcome.effect_id), None)
-        if round_ is None or slot is None or slot.status != "running":
-            raise ProtocolError(
-                f"No running call has effect id {outcome.effect_id!r}; refusing the settlement "
-                "(a duplicate, or for a call that was never started)."
-            )
-        if isinstance(outcome, CallSettled):
-            if slot.target != "tool":
-                raise ProtocolError(f"Effect {outcome.effect_id!r} is a delegate, not a tool call.")
-            self._settle_tool_slot(slot, outcome)
-        elif isinstance(outcome, DelegateSettled):
-            if slot.target != "delegate":
-                raise ProtocolError(f"Effect {outcome.effect_id!r} is a tool call, not a delegate.")
-            self._settle_delegate_slot(s, round_.model_call_seq, slot, outcome)
-        else:  # pragma: no cover - exhaustive over CallOutcome
-            raise ProtocolError(f"unexpected call outcome {outcome!r}")
-        slot.status = "settled"
-        self._commit_if_complete(s)
-
-    def _settle_tool_slot(self, slot: CallSlot, settled: CallSettled) -> None:
-        outcome = settled.outcome
-        if outcome.result.call_id != slot.call.id:
-            raise ProtocolError(
-                f"Result for call id {outcome.result.call_id!r} settles call {slot.call.id!r}."
-            )
-        if isinstance(outcome, Succeeded):
-            invalid = [
-                n
-                for n in outcome.advertised
-                if n not in self.definition.tools.names
-                or self.definition.tools.get(n) not in self.definition.tools.deferred
-            ]
-            if invalid:
-                outcome = Failed(
-                    result=ToolResult(
-                        call_id=slot.call.id,
-                        name=slot.call.name,
-                        content=f"Cannot advertise {invalid}: not deferred tools of this agent.",
-                        is_error=True,
-                    ),
-                    code=errors.TOOL_EXECUTION_FAILED,
-                )
-        slot.result = outcome.result
-        slot.disposition = outcome.kind
-        if isinstance(outcome, Succeeded):
-            slot.for_user = outcome.for_user
-            slot.output_ref = outcome.ref
-            slot.metadata = outcome.metadata
-            slot.advertised = outcome.advertised
-
-    def _settle_delegate_slot(
-        self, s: InteractionState, seq: int, slot: CallSlot, settled: DelegateSettled
-    ) -> None:
-        call = slot.call
-        if settled.output is not None:
-            text = settled.output.text
-            slot.result = ToolResult(call_id=call.id, name=call.name, content=text)
-            slot.disposition = "succeeded"
-            slot.artifact = Artifact(
-                delegate=call.name,
-                ref=tool_call_ref(s.process_id, seq, slot.index),
-                process_id=slot.process_id or "",
-                text=text,
-                data=settled.output.data,
-            )
-        else:
-            failure = settled.failure or Failure.of(errors.HOST_FAILED, "no output")
-            slot.result = ToolResult(
-                call_id=call.id,
-                name=call.name,
-                content=f"Delegate {call.name!r} failed ({failure.code}): {failure.message}",
-                is_error=True,
-            )
-            slot.disposition = "rejected" if failure.code == errors.DELEGATE_REJECTED else "failed"
-
-    def _commit_if_complete(self, s: InteractionState) -> None:
-        round_ = s.round
-        if round_ is None or any(slot.status != "settled" for slot in round_.slots):
-            return
-        results = [slot.result for slot in round_.slots if slot.result is not None]
-        s.context.append(Message.tool(results))
-        for slot in round_.slots:
-            if slot.disposition == "succeeded":
-                s.advertised.extend(n for n in slot.advertised if n not in s.advertised)
-                if slot.artifact is not None:
-                    s.artifacts.append(slot.artifact)
-        s.rounds.append(
-            RoundResults(
-                process_id=s.process_id,
-                model_call_seq=round_.model_call_seq,
-                entries=tuple(
-                    rules.result_entry(s.process_id, round_.model_call_seq, x) for x in round_.slots
-                ),
-            )
-        )
-        s.round = None
-        direct = all(
-            x.target == "tool" and x.direct_result and x.disposition == "succeeded"
-            for x in round_.slots
-        )
-        if direct:
-            self._candidate(s, direct=tuple(results))
-        else:
-            s.phase = "need_model"
-
-    def _candidate(
-        self,
-        s: InteractionState,
-        *,
-        model_response: Response | None = None,
-        direct: tuple[ToolResult, ...] | None = None,
-    ) -> None:
-        if s.mailbox:
-            s.phase = "need_model"  # a pending steer always gets its model call
-            return
-        source: Literal["model_response", "direct_tool_results"] = (
-            "model_response" if model_response is not None else "direct_tool_results"
-        )
-        text = (
-            model_response.message.text
-            if model_response
-            else "\n".join(r.content for r in direct or ())
-        )
-        try:
-            feedback, data = rules.judge(
-                self.definition,
-                CompletionCandidate(
-                    source=source,
-                    output_text=text,
-                    model_response=model_response,
-                    direct_tool_results=direct,
-                    context=tuple(s.context),
-                    artifacts=tuple(s.artifacts),
-                ),
-            )
-        except ScopeError as error:  # the validator itself raised: a definite host failure
-            rules.fail(s, error.code, error.message)
-            return
-        if feedback is not None:
-            s.context.append(Message.user(feedback))
-            s.phase = "need_model"
-            return
-        s.output = Output(
-            source=source,
-            model_response=model_response,
-            direct_tool_results=direct,
-            model_calls=s.model_calls,
-            artifacts=tuple(s.artifacts),
-            data=data,
-        )
-        s.phase = "completed"
 
     # --- projection ------------------------------------------------------------------
 

@@ -1,0 +1,276 @@
+"""One round: a model response's batch of tool and delegate calls, from admission to commit.
+
+Admission settles unknown tools, unauthorised tools and invalid arguments at once (no
+child, no body run). Tool calls start within the scheduling window; delegates start when
+the round opens. Each running call settles exactly once; the round commits, results in
+call order, when every call is definite. Pure functions over the state; `machine.py`
+applies them inside its fail-closed transitions.
+"""
+
+from __future__ import annotations
+
+import json
+
+from scope_temporal import errors
+from scope_temporal.chat import Message, ToolCall, ToolResult
+from scope_temporal.definition import DEFAULT_DELEGATE_INPUT_SCHEMA, Definition
+from scope_temporal.errors import ProtocolError, ScopeError
+from scope_temporal.ids import (
+    call_effect_id,
+    delegate_process_id,
+    tool_call_process_id,
+    tool_call_ref,
+)
+from scope_temporal.interaction import completion, rules
+from scope_temporal.interaction.effects import (
+    CallOutcome,
+    CallSettled,
+    DelegateSettled,
+    Effect,
+    StartDelegate,
+    StartToolCall,
+    ToolEffectRequest,
+)
+from scope_temporal.interaction.scheduling import startable
+from scope_temporal.interaction.snapshot import RoundResults
+from scope_temporal.interaction.state import CallSlot, InteractionState, OpenRound
+from scope_temporal.outputs import Artifact, Failure
+from scope_temporal.tools import rejections
+from scope_temporal.tools.outcome import Failed, Succeeded
+from scope_temporal.tools.validation import validate_arguments
+
+
+def open_round(
+    definition: Definition, s: InteractionState, seq: int, calls: list[ToolCall]
+) -> None:
+    slots = [_admit_call(definition, s, seq, index, call) for index, call in enumerate(calls)]
+    if s.phase == "failed":
+        return
+    s.round = OpenRound(model_call_seq=seq, slots=slots)
+    s.phase = "round"
+    _commit_if_complete(definition, s)
+
+
+def _admit_call(
+    definition: Definition, s: InteractionState, seq: int, index: int, call: ToolCall
+) -> CallSlot:
+    try:
+        return _admit_call_checked(definition, s, seq, index, call)
+    except ScopeError as error:  # the tool's own schema is broken: a definite failure
+        rules.fail(s, error.code, f"Call {call.name!r} could not be checked: {error.message}")
+        return rules.rejected_slot(index, call, "", rejections.not_available(call))
+
+
+def _admit_call_checked(
+    definition: Definition, s: InteractionState, seq: int, index: int, call: ToolCall
+) -> CallSlot:
+    effect_id = call_effect_id(s.process_id, seq, index)
+    delegate = definition.delegate(call.name)
+    if delegate is not None:
+        error = validate_arguments(delegate.input_schema, call.arguments)
+        if error is not None:
+            return rules.rejected_slot(
+                index, call, effect_id, rejections.invalid_arguments(call, error)
+            )
+        return CallSlot(
+            index=index,
+            call=call,
+            effect_id=effect_id,
+            target="delegate",
+            process_id=delegate_process_id(s.process_id, seq, index),
+        )
+    spec = rules.bound_tool(definition, s.advertised, call.name)
+    if spec is None:
+        return rules.rejected_slot(index, call, effect_id, rejections.not_available(call))
+    if spec.permission not in s.granted:
+        return rules.rejected_slot(
+            index, call, effect_id, rejections.not_authorized(call, spec.permission)
+        )
+    error = validate_arguments(spec.parameters, call.arguments)
+    if error is not None:
+        return rules.rejected_slot(
+            index, call, effect_id, rejections.invalid_arguments(call, error)
+        )
+    return CallSlot(
+        index=index,
+        call=call,
+        effect_id=effect_id,
+        target="tool",
+        scheduling=spec.scheduling_class,
+        concurrency_key=spec.concurrency_key,
+        direct_result=spec.direct_result,
+        process_id=tool_call_process_id(s.process_id, seq, index),
+    )
+
+
+def start_calls(definition: Definition, s: InteractionState, round_: OpenRound) -> list[Effect]:
+    effects: list[Effect] = []
+    for slot in round_.slots:
+        if slot.target == "delegate" and slot.status == "pending":
+            slot.status = "running"
+            effects.append(_delegate_effect(definition, s, round_.model_call_seq, slot))
+    window = definition.max_concurrent_tool_calls
+    for index in startable(round_.slots, window):
+        slot = round_.slots[index]
+        slot.status = "running"
+        spec = rules.bound_tool(definition, s.advertised, slot.call.name)
+        assert spec is not None  # admission only lets bound tools through
+        effects.append(
+            StartToolCall(
+                request=ToolEffectRequest(
+                    definition=s.definition,
+                    digest=s.digest,
+                    process_id=slot.process_id or "",
+                    parent_id=s.process_id,
+                    effect_id=slot.effect_id,
+                    ref=tool_call_ref(s.process_id, round_.model_call_seq, slot.index),
+                    model_call_seq=round_.model_call_seq,
+                    call_index=slot.index,
+                    call=slot.call,
+                    tool=spec,
+                    granted=s.granted,
+                    deferred_tools=tuple(t.name for t in definition.tools.deferred),
+                )
+            )
+        )
+    return effects
+
+
+def _delegate_effect(
+    definition: Definition, s: InteractionState, seq: int, slot: CallSlot
+) -> StartDelegate:
+    delegate = definition.delegate(slot.call.name)
+    assert delegate is not None  # admission only lets bound delegates through
+    arguments = json.loads(slot.call.arguments or "{}")
+    if delegate.input_schema is DEFAULT_DELEGATE_INPUT_SCHEMA:
+        text = str(arguments["task"])
+    else:
+        text = json.dumps(arguments, ensure_ascii=False)
+    granted = frozenset(s.granted)
+    if delegate.capabilities is not None:
+        granted &= delegate.capabilities
+    return StartDelegate(
+        effect_id=slot.effect_id,
+        process_id=slot.process_id or "",
+        ref=tool_call_ref(s.process_id, seq, slot.index),
+        model_call_seq=seq,
+        call_index=slot.index,
+        delegate=delegate.name,
+        definition=delegate.definition,
+        messages=(Message.user(text),),
+        max_model_calls=delegate.max_model_calls,
+        capabilities=tuple(sorted(granted)),
+    )
+
+
+def on_call(definition: Definition, s: InteractionState, outcome: CallOutcome) -> None:
+    round_ = s.round
+    slot = None
+    if s.phase == "round" and round_ is not None:
+        slot = next((x for x in round_.slots if x.effect_id == outcome.effect_id), None)
+    if round_ is None or slot is None or slot.status != "running":
+        raise ProtocolError(
+            f"No running call has effect id {outcome.effect_id!r}; refusing the settlement "
+            "(a duplicate, or for a call that was never started)."
+        )
+    if isinstance(outcome, CallSettled):
+        if slot.target != "tool":
+            raise ProtocolError(f"Effect {outcome.effect_id!r} is a delegate, not a tool call.")
+        _settle_tool_slot(definition, slot, outcome)
+    elif isinstance(outcome, DelegateSettled):
+        if slot.target != "delegate":
+            raise ProtocolError(f"Effect {outcome.effect_id!r} is a tool call, not a delegate.")
+        _settle_delegate_slot(s, round_.model_call_seq, slot, outcome)
+    else:  # pragma: no cover - exhaustive over CallOutcome
+        raise ProtocolError(f"unexpected call outcome {outcome!r}")
+    slot.status = "settled"
+    _commit_if_complete(definition, s)
+
+
+def _settle_tool_slot(definition: Definition, slot: CallSlot, settled: CallSettled) -> None:
+    outcome = settled.outcome
+    if outcome.result.call_id != slot.call.id:
+        raise ProtocolError(
+            f"Result for call id {outcome.result.call_id!r} settles call {slot.call.id!r}."
+        )
+    if isinstance(outcome, Succeeded):
+        invalid = [
+            n
+            for n in outcome.advertised
+            if n not in definition.tools.names
+            or definition.tools.get(n) not in definition.tools.deferred
+        ]
+        if invalid:
+            outcome = Failed(
+                result=ToolResult(
+                    call_id=slot.call.id,
+                    name=slot.call.name,
+                    content=f"Cannot advertise {invalid}: not deferred tools of this agent.",
+                    is_error=True,
+                ),
+                code=errors.TOOL_EXECUTION_FAILED,
+            )
+    slot.result = outcome.result
+    slot.disposition = outcome.kind
+    if isinstance(outcome, Succeeded):
+        slot.for_user = outcome.for_user
+        slot.output_ref = outcome.ref
+        slot.metadata = outcome.metadata
+        slot.advertised = outcome.advertised
+
+
+def _settle_delegate_slot(
+    s: InteractionState, seq: int, slot: CallSlot, settled: DelegateSettled
+) -> None:
+    call = slot.call
+    if settled.output is not None:
+        text = settled.output.text
+        slot.result = ToolResult(call_id=call.id, name=call.name, content=text)
+        slot.disposition = "succeeded"
+        slot.artifact = Artifact(
+            delegate=call.name,
+            ref=tool_call_ref(s.process_id, seq, slot.index),
+            process_id=slot.process_id or "",
+            text=text,
+            data=settled.output.data,
+        )
+    else:
+        failure = settled.failure or Failure.of(errors.HOST_FAILED, "no output")
+        slot.result = ToolResult(
+            call_id=call.id,
+            name=call.name,
+            content=f"Delegate {call.name!r} failed ({failure.code}): {failure.message}",
+            is_error=True,
+        )
+        slot.disposition = "rejected" if failure.code == errors.DELEGATE_REJECTED else "failed"
+
+
+def _commit_if_complete(definition: Definition, s: InteractionState) -> None:
+    round_ = s.round
+    if round_ is None or any(slot.status != "settled" for slot in round_.slots):
+        return
+    results = [slot.result for slot in round_.slots if slot.result is not None]
+    s.context.append(Message.tool(results))
+    for slot in round_.slots:
+        if slot.disposition == "succeeded":
+            s.advertised.extend(n for n in slot.advertised if n not in s.advertised)
+            if slot.artifact is not None:
+                s.artifacts.append(slot.artifact)
+    s.rounds.append(
+        RoundResults(
+            process_id=s.process_id,
+            model_call_seq=round_.model_call_seq,
+            entries=tuple(
+                rules.result_entry(s.process_id, round_.model_call_seq, x) for x in round_.slots
+            ),
+        )
+    )
+    s.round = None
+    direct = all(
+        x.target == "tool" and x.direct_result and x.disposition == "succeeded"
+        for x in round_.slots
+    )
+    if direct:
+        completion.candidate(definition, s, direct=tuple(results))
+    else:
+        s.phase = "need_model"
