@@ -57,6 +57,7 @@ from scope_temporal.tools import (
     tool,
     tool_input_continuation,
 )
+from scope_temporal.storage import DirectoryStorage
 from scope_temporal.worker import ScopeWorker
 
 
@@ -76,6 +77,7 @@ __all__ = [
     "Definition",
     "DefinitionError",
     "Delegate",
+    "DirectoryStorage",
     "FinishReason",
     "HostFailure",
     "InteractionCanceled",

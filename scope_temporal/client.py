@@ -22,6 +22,7 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.converter import StorageDriver
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -83,10 +84,17 @@ class ScopeClient:
     Args:
         client: a Temporal client; it is re-wrapped with the pydantic data converter.
         task_queue: the queue a `ScopeWorker` serves.
+        storage: the external storage the workers offload large payloads to, if any.
     """
 
-    def __init__(self, client: Client, *, task_queue: str = names.DEFAULT_TASK_QUEUE) -> None:
-        self.client = with_pydantic_converter(client)
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str = names.DEFAULT_TASK_QUEUE,
+        storage: StorageDriver | None = None,
+    ) -> None:
+        self.client = with_pydantic_converter(client, storage)
         self.task_queue = task_queue
         self._status_attributes: bool | None = None
 
@@ -97,11 +105,12 @@ class ScopeClient:
         *,
         task_queue: str = names.DEFAULT_TASK_QUEUE,
         namespace: str = "default",
+        storage: StorageDriver | None = None,
         **connect_options: Any,
     ) -> ScopeClient:
         """Connect to a Temporal frontend (`host:port`); options go to `Client.connect`."""
         client = await Client.connect(target, namespace=namespace, **connect_options)
-        return cls(client, task_queue=task_queue)
+        return cls(client, task_queue=task_queue, storage=storage)
 
     async def start(
         self,

@@ -1,8 +1,10 @@
 """Payload size limits: refuse oversized payloads with a clear error, never loop.
 
 Temporal rejects payloads over its blob limit (2 MiB by default on the server), and a
-command carrying one fails the workflow task again and again. scope-temporal checks
-every payload it creates against a configured limit first:
+command carrying one fails the workflow task again and again. With external storage
+(`ScopeWorker(storage=...)`, see `scope_temporal.storage`) large payloads are offloaded
+and only a reference is kept. Either way scope-temporal checks every payload it creates
+against a configured limit first:
 
 - a tool result over the limit: the call settles *failed*, model-visible, naming the tool
   (the tool did run; its result could not be kept);
@@ -18,6 +20,9 @@ from pydantic import BaseModel
 
 DEFAULT_PAYLOAD_LIMIT_BYTES = 1_000_000
 """Under Temporal's 2 MiB default, leaving room for the envelope around each payload."""
+
+OFFLOADED_PAYLOAD_LIMIT_BYTES = 64_000_000
+"""With external storage only a reference stays in history; this bounds worker memory."""
 
 
 def size_of(payload: BaseModel) -> int:

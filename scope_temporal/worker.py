@@ -13,6 +13,7 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import StorageDriver
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 from temporalio.workflow import NondeterminismError
@@ -24,7 +25,11 @@ from scope_temporal.errors import DefinitionError
 from scope_temporal.models.protocol import Model
 from scope_temporal.names import DEFAULT_TASK_QUEUE
 from scope_temporal.observers import ObserverFailure, ObserverHub
-from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
+from scope_temporal.payload_limits import (
+    DEFAULT_PAYLOAD_LIMIT_BYTES,
+    OFFLOADED_PAYLOAD_LIMIT_BYTES,
+)
+from scope_temporal.storage import offloading_converter
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.workflows import registry
@@ -49,12 +54,21 @@ _PASSTHROUGH = (
 )
 
 
-def with_pydantic_converter(client: Client) -> Client:
-    """The same connection, with the pydantic JSON data converter every payload needs."""
-    if client.data_converter is pydantic_data_converter:
+def with_pydantic_converter(client: Client, storage: StorageDriver | None = None) -> Client:
+    """The same connection, with the pydantic JSON data converter every payload needs.
+
+    With `storage`, payloads over 256 KiB are offloaded there (see `scope_temporal.storage`).
+    """
+    converter = pydantic_data_converter if storage is None else offloading_converter(storage)
+    current = client.data_converter
+    if current is converter or (
+        storage is None
+        and current.payload_converter_class is converter.payload_converter_class
+        and current.external_storage is None
+    ):
         return client
     config = client.config()
-    config["data_converter"] = pydantic_data_converter
+    config["data_converter"] = converter
     return Client(**config)
 
 
@@ -78,8 +92,11 @@ class ScopeWorker:
         middleware: tool middleware applied to every tool, outermost first.
         sticky_queue_schedule_to_start_timeout: short by default, so after a worker dies
             an unknown Effect surfaces about one heartbeat timeout + 1 s later.
+        storage: where to offload payloads over 256 KiB (e.g. `DirectoryStorage(path)`);
+            clients must use the same one. None keeps every payload in history.
         payload_limit_bytes: the largest payload (model request/response, tool input and
-            result) the framework will record; see `scope_temporal.payload_limits`.
+            result) the framework accepts; default 1 MB, or 64 MB with `storage`. See
+            `scope_temporal.payload_limits`.
 
     Raises:
         DefinitionError: a Definition binds a tool, model or delegate Definition that is not
@@ -98,16 +115,21 @@ class ScopeWorker:
         observers: Sequence[Any] = (),
         middleware: Sequence[Middleware] = (),
         sticky_queue_schedule_to_start_timeout: timedelta = timedelta(seconds=1),
-        payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
+        storage: StorageDriver | None = None,
+        payload_limit_bytes: int | None = None,
         **worker_options: Any,
     ) -> None:
         definitions = list(definitions)
         self.tools = ToolRegistry(list(tools))
         reducers = dict(reducers or {})
         _check_bindings(definitions, self.tools, models, reducers)
+        if payload_limit_bytes is None:
+            payload_limit_bytes = (
+                DEFAULT_PAYLOAD_LIMIT_BYTES if storage is None else OFFLOADED_PAYLOAD_LIMIT_BYTES
+            )
         registry.register(task_queue, definitions, payload_limit=payload_limit_bytes)
         self.task_queue = task_queue
-        self.client = with_pydantic_converter(client)
+        self.client = with_pydantic_converter(client, storage)
         self._observers = ObserverHub(list(observers))
         activities = ScopeActivities(
             models=models,

@@ -11,10 +11,12 @@ from collections.abc import Iterable
 
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import StorageDriver
 from temporalio.worker import Replayer, WorkflowReplayResult
 
 from scope_temporal.definition import Definition
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
+from scope_temporal.storage import offloading_converter
 from scope_temporal.worker import sandbox_runner
 from scope_temporal.workflows import registry
 from scope_temporal.workflows.interaction import InteractionWorkflow
@@ -32,6 +34,7 @@ async def replay_history(
     definitions: Iterable[Definition],
     *,
     payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
+    storage: StorageDriver | None = None,
 ) -> WorkflowReplayResult:
     """Replay one Interaction or ToolCall history with these Definitions registered.
 
@@ -39,13 +42,16 @@ async def replay_history(
         history: the recorded history.
         definitions: the Definitions the recording worker served.
         payload_limit_bytes: the recording worker's limit (its checks run in the workflow).
+        storage: the external storage the recording worker offloaded payloads to, if any.
 
     Never raises for a replay failure: inspect `result.replay_failure`.
     """
     registry.register(registry.REPLAY_QUEUE, list(definitions), payload_limit=payload_limit_bytes)
     replayer = Replayer(
         workflows=[InteractionWorkflow, ToolCallWorkflow],
-        data_converter=pydantic_data_converter,
+        data_converter=(
+            pydantic_data_converter if storage is None else offloading_converter(storage)
+        ),
         workflow_runner=sandbox_runner(),
     )
     return await replayer.replay_workflow(history, raise_on_replay_failure=False)

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from temporalio.client import Client
+from temporalio.converter import StorageDriver
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import Definition, ScopeClient, ScopeWorker
@@ -20,6 +21,8 @@ T = TypeVar("T")
 STARTED_IDS: list[str] = []
 # Runs a test made diverge on purpose (a changed Definition): they must not replay.
 DIVERGED_IDS: set[str] = set()
+# External storage a test's worker offloaded to, by task queue (replay needs it).
+STORAGE_BY_QUEUE: dict[str, StorageDriver] = {}
 
 
 @asynccontextmanager
@@ -33,6 +36,8 @@ async def serving(
 ) -> AsyncIterator[ScopeClient]:
     """Run a ScopeWorker on a fresh task queue; yield a ScopeClient for that queue."""
     task_queue = f"tq-{uuid.uuid4().hex[:10]}"
+    if options.get("storage") is not None:
+        STORAGE_BY_QUEUE[task_queue] = options["storage"]
     worker = ScopeWorker(
         env.client,
         task_queue=task_queue,
@@ -76,4 +81,12 @@ def fresh_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-__all__ = ["DIVERGED_IDS", "STARTED_IDS", "Client", "eventually", "fresh_id", "serving"]
+__all__ = [
+    "DIVERGED_IDS",
+    "STARTED_IDS",
+    "STORAGE_BY_QUEUE",
+    "Client",
+    "eventually",
+    "fresh_id",
+    "serving",
+]

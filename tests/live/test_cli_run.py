@@ -248,7 +248,7 @@ def test_worker_serves_your_own_app_module(stack: Stack) -> None:
         worker.wait_for("model default: ScriptedModel")
         done = run_cli(["run", "echo", "say hi"], env=env, cwd=project)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "✓ shout(text=\"hi\") succeeded · HI" in done.stdout
+        assert '✓ shout(text="hi") succeeded · HI' in done.stdout
         assert "━━ output" in done.stdout and "\ndone: HI\n" in done.stdout
     finally:
         worker.stop()

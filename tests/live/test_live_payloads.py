@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from scope_temporal import Definition, InteractionFailed, ScriptedModel, reply, tool
+from scope_temporal import Definition, InteractionFailed, ScopeClient, ScriptedModel, reply, tool
+from scope_temporal.storage import DirectoryStorage
 from tests.live.harness import eventually, serving
 
 LIMIT = 50_000
@@ -84,4 +87,25 @@ async def test_c46_a_context_grown_past_the_limit_fails_with_its_code(
     assert failed.value.code == "interaction.payload.too_large"
     assert "model 'default'" in failed.value.message and "context_reducer" in failed.value.message
     assert len(model.requests) == 2
+    assert await task_failures(temporal_env, handle.id) == 0
+
+
+async def test_c46_with_storage_large_payloads_are_offloaded_not_refused(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    storage = DirectoryStorage(tmp_path / "blobs")
+    model = ScriptedModel([reply.tool_calls(("dump", {"size": 3_000_000})), reply.text("read it")])
+    definition = Definition("big-offloaded", tools=[dump])
+    async with serving(
+        temporal_env, [definition], tools=[dump], models={"default": model}, storage=storage
+    ) as scope:
+        offloading = ScopeClient(scope.client, task_queue=scope.task_queue, storage=storage)
+        handle = await offloading.start("big-offloaded", "go")
+        out = await handle.result()
+    assert out.text == "read it"
+    [result] = model.requests[1].messages[-1].tool_results
+    assert not result.is_error and len(result.content) == 3_000_000
+    assert len(list((tmp_path / "blobs").iterdir())) >= 2  # the result and the next request
+    history = await temporal_env.client.get_workflow_handle(f"{handle.id}/tool/1/0").fetch_history()
+    assert len(history.to_json()) < 200_000  # only references stayed in history
     assert await task_failures(temporal_env, handle.id) == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from temporalio.client import WorkflowHistory
+from temporalio.converter import StorageDriver
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import WorkflowReplayResult
 
@@ -17,7 +18,7 @@ from scope_temporal.names import INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW
 from scope_temporal.testing.replay import history_task_queue, replay_history
 from scope_temporal.workflows import registry
 from tests.live import loss_worker
-from tests.live.harness import DIVERGED_IDS, eventually, serving
+from tests.live.harness import DIVERGED_IDS, STORAGE_BY_QUEUE, eventually, serving
 from tests.live.test_readme import readme_block
 
 
@@ -38,14 +39,20 @@ def readme_definitions() -> list[Definition]:
 
 
 async def replay_with_deadline(
-    history: WorkflowHistory, definitions: list[Definition], payload_limit: int
+    history: WorkflowHistory,
+    definitions: list[Definition],
+    payload_limit: int,
+    storage: StorageDriver | None,
 ) -> WorkflowReplayResult | None:
     """Replay with a deadline; one retry on a fresh Replayer (the SDK's replayer has
     occasionally stalled here on a history with a timed-out workflow task)."""
     for _ in range(2):
         try:
             return await asyncio.wait_for(
-                replay_history(history, definitions, payload_limit_bytes=payload_limit), 30
+                replay_history(
+                    history, definitions, payload_limit_bytes=payload_limit, storage=storage
+                ),
+                30,
             )
         except TimeoutError:
             continue
@@ -86,7 +93,9 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             definitions = [loss_worker.DEFINITION]
         elif queue == "readme":  # served by the README program, in a subprocess
             definitions = readme_definitions()
-        result = await replay_with_deadline(history, definitions, registry.payload_limit(queue))
+        result = await replay_with_deadline(
+            history, definitions, registry.payload_limit(queue), STORAGE_BY_QUEUE.get(queue)
+        )
         if result is None:
             failures[execution.id] = "replay did not finish in 2 x 30 s"
             continue
