@@ -41,6 +41,7 @@ from scope_temporal.interaction.snapshot import (
 from scope_temporal.models import Model, ModelRequest, ScriptedModel, ToolDefinition, reply
 from scope_temporal.outputs import Artifact, CompletionCandidate, CompletionDecision, Output
 from scope_temporal.settle import settle_model_result, settle_tool_result
+from scope_temporal.storage import DirectoryStorage
 from scope_temporal.tools import (
     HostFailure,
     Middleware,
@@ -57,7 +58,6 @@ from scope_temporal.tools import (
     tool,
     tool_input_continuation,
 )
-from scope_temporal.storage import DirectoryStorage
 from scope_temporal.worker import ScopeWorker
 
 
