@@ -210,6 +210,17 @@ class InteractionHandle:
             return await self._workflow(process_id).execute_update(update, payload)
         except WorkflowUpdateFailedError as error:
             raise _typed(error) from error
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                raise errors.InteractionNotFound(
+                    f"Process {process_id!r} does not exist or has already ended; nothing was "
+                    f"sent ({error.message})."
+                ) from error
+            raise errors.ScopeError(
+                f"{update} could not be delivered to {process_id!r}: {error.message}. Nothing "
+                "was applied; it is safe to send it again with the same id.",
+                code=errors.PROTOCOL_INVALID,
+            ) from error
 
     async def steer(self, signal_id: str, *messages: Message | str) -> bool:
         """Queue user messages for the next model call; False for an exact duplicate id.

@@ -366,3 +366,19 @@ async def test_c21_live_resolve_with_settlement_from_another_request_is_refused(
         ("call_1", "alpha recovered", False),
         ("call_2", "beta recovered", False),
     ]
+
+
+async def test_c37_steering_an_ended_interaction_raises_a_typed_error(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    from scope_temporal import InteractionNotFound, ScopeError
+
+    model = ScriptedModel([reply.text("done")])
+    async with serving(temporal_env, [Definition("ended")], models={"default": model}) as scope:
+        handle = await scope.start("ended", "go")
+        await handle.result()
+        with pytest.raises(ScopeError) as raised:
+            await handle.steer("late", Message.user("too late"))
+        assert isinstance(raised.value, InteractionNotFound)
+        with pytest.raises(InteractionNotFound):
+            await scope.get_handle("no-such-interaction").snapshot()
