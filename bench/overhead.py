@@ -1,6 +1,6 @@
 """Framework overhead, measured side by side in one run on one dev server.
 
-    python bench/overhead.py [--rounds 5] [--runs 10]
+    python bench/overhead.py [--rounds 5] [--runs 10] [--parallel 20]
 
 Compares, for the same work (ROUNDS model calls that each ask for one tool call, then a
 final model call):
@@ -97,7 +97,15 @@ async def measure(label: str, runs: int, one: object) -> list[float]:
     return times
 
 
-async def main(rounds: int, runs: int) -> None:
+async def timed_batch(label: str, parallel: int, one: object) -> float:
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(parallel)))  # type: ignore[operator]
+    elapsed = time.perf_counter() - start
+    print(f"{label:9s} {elapsed * 1000:7.1f} ms for {parallel}  ({parallel / elapsed:.1f}/s)")
+    return elapsed
+
+
+async def main(rounds: int, runs: int, parallel: int) -> None:
     global ROUNDS
     ROUNDS = rounds
     env = await WorkflowEnvironment.start_local(
@@ -142,6 +150,11 @@ async def main(rounds: int, runs: int) -> None:
             base = await measure("baseline", runs, run_baseline)
             ratio = statistics.median(ours) / statistics.median(base)
             print(f"ratio scope/baseline: {ratio:.2f}x")
+            if parallel > 1:
+                print(f"{parallel} runs at once:")
+                ours_all = await timed_batch("scope", parallel, run_scope)
+                base_all = await timed_batch("baseline", parallel, run_baseline)
+                print(f"ratio scope/baseline: {ours_all / base_all:.2f}x")
     finally:
         await env.shutdown()
 
@@ -150,5 +163,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--parallel", type=int, default=20, help="also run N at once")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.rounds, arguments.runs))
+    asyncio.run(main(arguments.rounds, arguments.runs, arguments.parallel))
