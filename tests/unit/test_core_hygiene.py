@@ -123,3 +123,17 @@ def test_core_codes_used_in_keyword_arguments_are_declared() -> None:
             ):
                 used.add(str(node.args[0].value))
     assert used - set(CODE_KINDS) == set()
+
+
+def test_workflow_side_modules_load_neither_openai_nor_jsonschema_eagerly() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; import scope_temporal.workflows.interaction, "
+        "scope_temporal.workflows.tool_call; "
+        "print(sorted(m for m in ('openai', 'jsonschema') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
