@@ -19,9 +19,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import time
+import time  # deterministic: timing runs client-side, never in the workflow
 import uuid
-from datetime import timedelta
+from datetime import timedelta  # deterministic: a value type, no clock
 
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
@@ -116,7 +116,9 @@ async def main(rounds: int, runs: int, parallel: int) -> None:
     )
     try:
         definition = Definition("bench", tools=[lookup], max_model_calls=rounds + 5)
-        scope_queue, base_queue = f"scope-{uuid.uuid4().hex[:6]}", f"base-{uuid.uuid4().hex[:6]}"
+        # deterministic: ids are made client-side, never in a workflow
+        scope_queue = f"scope-{uuid.uuid4().hex[:6]}"  # deterministic: client side
+        base_queue = f"base-{uuid.uuid4().hex[:6]}"  # deterministic: client side
         async with (
             ScopeWorker(
                 env.client,
@@ -140,7 +142,10 @@ async def main(rounds: int, runs: int, parallel: int) -> None:
 
             async def run_baseline() -> None:
                 await env.client.execute_workflow(
-                    Baseline.run, rounds, id=f"base-{uuid.uuid4().hex}", task_queue=base_queue
+                    Baseline.run,
+                    rounds,
+                    id=f"base-{uuid.uuid4().hex}",  # deterministic: client side
+                    task_queue=base_queue,
                 )
 
             await run_scope()

@@ -10,7 +10,7 @@ waits for `scope.resolve`.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import timedelta  # deterministic: a value type, no clock
 from typing import Any, Literal
 
 from pydantic import BaseModel
