@@ -8,12 +8,7 @@ and never changes a settlement.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Protocol, runtime_checkable
-
-
-@runtime_checkable
-class Observer(Protocol):
-    """Implement any subset of these methods (sync or async)."""
+from typing import Any
 
 
 class ObserverFailure:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scope_temporal.chat import Message
 from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
 from scope_temporal.interaction.state import InteractionState
-from scope_temporal.interaction.tool_call import ToolAttempt, ToolCallState
+from scope_temporal.interaction.tool_call import ToolAttempt
 
 
 class _Payload(BaseModel):
@@ -46,7 +46,6 @@ class ToolCallInput(_Payload):
     request: ToolEffectRequest
     start_to_close: timedelta
     heartbeat: timedelta | None = None
-    state: ToolCallState | None = None
 
 
 class ModelActivityInput(_Payload):

@@ -53,11 +53,7 @@ class ToolCallWorkflow:
     @workflow.init
     def __init__(self, input: ToolCallInput) -> None:
         # Built before any handler runs: an early answer or query finds the machine.
-        self._machine = (
-            ToolCallMachine(input.state)
-            if input.state is not None
-            else ToolCallMachine.start(input.request)
-        )
+        self._machine = ToolCallMachine.start(input.request)
 
     @workflow.run
     async def run(self, input: ToolCallInput) -> CallSettled:
@@ -111,7 +107,7 @@ class ToolCallWorkflow:
 
     @workflow.signal(name=names.TOOL_INPUT)
     def tool_input_signal(self, input: ToolInputAnswer) -> None:
-        machine = self._require_machine()
+        machine = self._machine
         try:
             machine.answer(input.wait_id, input.answer_id, input.response)
         except ScopeError as error:
@@ -131,13 +127,13 @@ class ToolCallWorkflow:
     @tool_input_update.validator
     def _validate_tool_input(self, input: ToolInputAnswer) -> None:
         try:
-            self._require_machine().check_answer(input.wait_id, input.answer_id, input.response)
+            self._machine.check_answer(input.wait_id, input.answer_id, input.response)
         except ScopeError as error:
             raise update_rejection(error) from None
 
     @workflow.signal(name=names.RESOLVE)
     def resolve_signal(self, input: ResolveInput) -> None:
-        machine = self._require_machine()
+        machine = self._machine
         try:
             if not isinstance(input.settlement, ToolSettlement):
                 raise errors.SettlementMismatch("A model settlement goes to its Interaction.")
@@ -163,21 +159,18 @@ class ToolCallWorkflow:
                 raise errors.SettlementMismatch(
                     "A model settlement must be sent to its Interaction (unknown.process_id)."
                 )
-            self._require_machine().check_resolution(input.settlement)
+            self._machine.check_resolution(input.settlement)
         except ScopeError as error:
             raise update_rejection(error) from None
 
     @workflow.signal(name=names.PAUSE)
     def pause(self, input: ControlInput | None = None) -> None:
-        self._require_machine().pause()
+        self._machine.pause()
 
     @workflow.signal(name=names.RESUME)
     def resume(self, input: ControlInput | None = None) -> None:
-        self._require_machine().resume()
+        self._machine.resume()
 
     @workflow.query(name=names.SNAPSHOT_QUERY)
     def snapshot(self) -> ProcessSnapshot:
-        return self._require_machine().snapshot()
-
-    def _require_machine(self) -> ToolCallMachine:
-        return self._machine
+        return self._machine.snapshot()
