@@ -46,19 +46,26 @@ def worker_process(
 
 
 async def unknown_recorded_after(env: WorkflowEnvironment, workflow_id: str) -> float:
-    """Seconds from the kill to the workflow task that recorded the activity's timeout."""
-    events = [e async for e in env.client.get_workflow_handle(workflow_id).fetch_history_events()]
-    timed_out = next(
-        i
-        for i, e in enumerate(events)
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT
-    )
-    completed = next(
-        e
-        for e in events[timed_out:]
-        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
-    )
-    return completed.event_time.ToDatetime(tzinfo=UTC).timestamp() - KILL_WALL[0]
+    """Seconds from the kill to the workflow task that recorded the activity's timeout.
+
+    Polls: a query can show the unknown before that task's completion is in history.
+    """
+    handle = env.client.get_workflow_handle(workflow_id)
+
+    async def recorded() -> float | None:
+        events = [e async for e in handle.fetch_history_events()]
+        types = [e.event_type for e in events]
+        if EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT not in types:
+            return None
+        timed_out = types.index(EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)
+        for event in events[timed_out:]:
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                return event.event_time.ToDatetime(tzinfo=UTC).timestamp() - KILL_WALL[0]
+        return None
+
+    found = await eventually(recorded, lambda seconds: seconds is not None)
+    assert found is not None
+    return found
 
 
 def lines(path: Path) -> list[str]:
