@@ -68,6 +68,7 @@ from scope_temporal.interaction.state import (
     InteractionState,
     PendingModel,
     SteerEnvelope,
+    draft_of,
 )
 from scope_temporal.interaction.steering import check_steer_messages, steer_digest
 from scope_temporal.outputs import Failure, Output
@@ -141,6 +142,27 @@ class InteractionMachine:
         return self._state.model_copy(deep=True)
 
     @property
+    def process_id(self) -> str:
+        return self._state.process_id
+
+    @property
+    def model_calls(self) -> int:
+        """Model responses consumed so far (including host-settled ones)."""
+        return self._state.model_calls
+
+    @property
+    def max_model_calls(self) -> int | None:
+        return self._state.max_model_calls
+
+    @property
+    def active_children(self) -> tuple[str, ...]:
+        """Process ids of the running child calls (ToolCall and Delegate children)."""
+        round_ = self._state.round
+        if round_ is None:
+            return ()
+        return tuple(x.process_id or "" for x in round_.slots if x.status == "running")
+
+    @property
     def done(self) -> bool:
         return self._state.phase in TERMINAL_PHASES
 
@@ -190,7 +212,7 @@ class InteractionMachine:
                 "it accepts no further input.",
                 code=errors.STATE_INVALID,
             )
-        draft = self._state.model_copy(deep=True)
+        draft = draft_of(self._state)
         try:
             result = change(draft)
         except ScopeError:
@@ -438,7 +460,7 @@ class InteractionMachine:
                 for x in running
                 if x.target == "delegate" and s.round is not None
             ),
-            active_children=tuple(x.process_id or "" for x in running),
+            active_children=self.active_children,
             artifacts=tuple(s.artifacts),
             applied_signals=tuple(s.applied_signals),
             pending_signals=tuple(e.signal_id for e in s.mailbox),

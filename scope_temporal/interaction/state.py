@@ -6,7 +6,7 @@ gives a machine that behaves identically. Only `machine.py` changes it.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -96,3 +96,43 @@ class InteractionState(_State):
     artifacts: list[Artifact] = []
     output: Output | None = None
     failure: Failure | None = None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def draft_of(state: M) -> M:
+    """A copy of `state` that a transition may change freely without touching `state`.
+
+    Frozen values (messages, results, requests) are immutable, so they are shared, not
+    copied; only the containers and the unfrozen models around them are new. A transition
+    therefore costs time in the number of entries, not in the bytes of the conversation.
+    """
+    return _copy_model(state)
+
+
+def _copy_model(model: M) -> M:
+    if model.model_config.get("frozen"):
+        return model
+    values = {name: _copy_value(getattr(model, name)) for name in type(model).model_fields}
+    return model.model_construct(_fields_set=model.model_fields_set, **values)
+
+
+def _copy_value(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return _copy_model(value)
+    if isinstance(value, list):
+        # the state's lists are typed, so homogeneous: one look at the first entry tells
+        # whether the entries are immutable (shared) or need copying one by one
+        if not value or _immutable(value[0]):
+            return list(value)
+        return [_copy_value(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _copy_value(item) for key, item in value.items()}
+    return value  # str, int, bool, None, tuples of frozen values
+
+
+def _immutable(value: Any) -> bool:
+    if isinstance(value, BaseModel):
+        return bool(value.model_config.get("frozen"))
+    return isinstance(value, str | int | float | bool | None)

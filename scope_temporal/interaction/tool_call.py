@@ -39,6 +39,7 @@ from scope_temporal.interaction.snapshot import (
     Status,
     UnknownEffect,
 )
+from scope_temporal.interaction.state import draft_of
 from scope_temporal.interaction.steering import content_digest
 from scope_temporal.tools.outcome import (
     DefiniteOutcome,
@@ -103,6 +104,14 @@ class ToolCallMachine:
         return self._state.model_copy(deep=True)
 
     @property
+    def phase(self) -> str:
+        return self._state.phase
+
+    @property
+    def paused(self) -> bool:
+        return self._state.paused
+
+    @property
     def outcome(self) -> DefiniteOutcome | None:
         """The settlement, once definite."""
         return self._state.outcome
@@ -121,7 +130,7 @@ class ToolCallMachine:
         return "running"
 
     def _apply(self, change: Callable[[ToolCallState], T]) -> T:
-        draft = self._state.model_copy(deep=True)
+        draft = draft_of(self._state)
         result = change(draft)
         self._state = draft
         return result

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from scope_temporal.errors import TOOL_SCHEMA_INVALID, DefinitionError
@@ -121,15 +122,29 @@ def check_schema(schema: Mapping[str, Any]) -> None:
 
 
 def _validator(schema: Mapping[str, Any]) -> Validator:
-    from jsonschema.exceptions import SchemaError
-    from jsonschema.validators import Draft202012Validator, validator_for
-
     if not isinstance(schema, Mapping):
         raise DefinitionError(
             f"a JSON schema must be an object, not {type(schema).__name__}",
             code=TOOL_SCHEMA_INVALID,
         )
-    plain = dict(schema)
+    # Checking a schema costs milliseconds; every call of a tool validates against the
+    # same one, so the checked validator is kept by the schema's canonical JSON text.
+    try:
+        canonical = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise DefinitionError(
+            f"a JSON schema must be plain JSON data ({exc})", code=TOOL_SCHEMA_INVALID
+        ) from None
+    return _checked_validator(canonical)
+
+
+@lru_cache(maxsize=512)
+def _checked_validator(canonical_schema: str) -> Validator:
+    """A validator for a schema given as canonical JSON text (pure: safe to share)."""
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import Draft202012Validator, validator_for
+
+    plain = json.loads(canonical_schema)
     cls = validator_for(plain, default=Draft202012Validator)
     try:
         cls.check_schema(plain)

@@ -218,25 +218,26 @@ class InteractionWorkflow:
         machine = self._machine
         if machine is None:
             return
-        snap = machine.snapshot()
+        status = machine.status
         note = ""
-        if snap.unknown_effects:
+        if status == "waiting":
             note = " · waiting: the model call's outcome is unknown; resolve it"
-        elif snap.active_children:
-            note = f" · running {len(snap.active_children)} child call(s)"
-        limit = machine.state.max_model_calls
+        elif machine.active_children:
+            note = f" · running {len(machine.active_children)} child call(s)"
+        limit = machine.max_model_calls
         workflow.set_current_details(
-            f"**{snap.status}** · definition `{snap.definition}` · model calls "
-            f"{snap.model_calls}/{limit if limit is not None else '∞'}{note}"
+            f"**{status}** · definition `{machine.definition.name}` · model calls "
+            f"{machine.model_calls}/{limit if limit is not None else '∞'}{note}"
         )
-        status = "running" if snap.status == "waiting" else snap.status
+        if status == "waiting":
+            status = "running"
         if status == self._reported_status:
             return
         self._reported_status = status
         if input.track_status:
             workflow.upsert_search_attributes(
                 [
-                    names.DEFINITION_ATTRIBUTE.value_set(snap.definition),
+                    names.DEFINITION_ATTRIBUTE.value_set(machine.definition.name),
                     names.STATUS_ATTRIBUTE.value_set(status),
                 ]
             )
@@ -397,7 +398,7 @@ class InteractionWorkflow:
         machine = self._require_machine()
         settlement = input.settlement
         target = settlement.request.process_id
-        if target != machine.state.process_id:
+        if target != machine.process_id:
             self._forward(target, names.RESOLVE, input)
             return
         try:
@@ -442,7 +443,7 @@ class InteractionWorkflow:
     def pause(self, input: ControlInput | None = None) -> None:
         machine = self._require_machine()
         machine.pause()
-        for child in machine.snapshot().active_children:
+        for child in machine.active_children:
             self._signal_child(child, names.PAUSE, ControlInput())
         self._dirty = True
 
@@ -450,7 +451,7 @@ class InteractionWorkflow:
     def resume(self, input: ControlInput | None = None) -> None:
         machine = self._require_machine()
         machine.resume()
-        for child in machine.snapshot().active_children:
+        for child in machine.active_children:
             self._signal_child(child, names.RESUME, ControlInput())
         self._dirty = True
 
@@ -466,7 +467,7 @@ class InteractionWorkflow:
     def _forward(self, target: str, signal: str, payload: Any) -> None:
         """Pass a signal addressed to a descendant to the active child on its path."""
         machine = self._require_machine()
-        for child in machine.snapshot().active_children:
+        for child in machine.active_children:
             if target == child or target.startswith(child + "/"):
                 self._signal_child(child, signal, payload)
                 return

@@ -66,7 +66,7 @@ class ToolCallWorkflow:
                 await workflow.wait_condition(
                     lambda: (
                         machine.outcome is not None
-                        or (machine.state.phase == "ready" and not machine.state.paused)
+                        or (machine.phase == "ready" and not machine.paused)
                     )
                 )
                 continue
@@ -118,7 +118,7 @@ class ToolCallWorkflow:
         machine = self._machine
         # On replay an update can be applied before the activity outcome that opened the
         # wait, when both fall in one workflow task: wait for the wait to be recorded.
-        await workflow.wait_condition(lambda: machine.state.phase != "running")
+        await workflow.wait_condition(lambda: machine.phase != "running")
         try:
             return machine.answer(input.wait_id, input.answer_id, input.response)
         except ScopeError as error:
@@ -146,7 +146,7 @@ class ToolCallWorkflow:
         assert isinstance(input.settlement, ToolSettlement)
         machine = self._machine
         # See tool_input_update: wait until the unknown outcome is recorded.
-        await workflow.wait_condition(lambda: machine.state.phase != "running")
+        await workflow.wait_condition(lambda: machine.phase != "running")
         try:
             machine.resolve(input.settlement)
         except ScopeError as error:
