@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from scope_temporal.chat import Options
 from scope_temporal.errors import DefinitionError
@@ -21,6 +21,12 @@ from scope_temporal.tools.spec import PERMISSIONS, ToolSpec, is_provider_tool_na
 from scope_temporal.tools.validation import check_schema
 
 CompletionValidator = Callable[[CompletionCandidate], CompletionDecision]
+
+ToolCallWorkflows = Literal["always", "on_demand"]
+"""How tool calls map onto Temporal. `always`: every call is a `scope.ToolCall` child
+workflow. `on_demand`: a call first runs as a `scope.tool` activity of the Interaction and
+becomes a child workflow only when it needs one (an input wait, an unknown outcome); the
+same guarantees, fewer workflow tasks per call."""
 
 DEFAULT_DELEGATE_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -182,6 +188,7 @@ class Definition:
         model_heartbeat_timeout: timedelta | None = None,
         tool_timeout: timedelta = timedelta(minutes=10),
         tool_heartbeat_timeout: timedelta | None = timedelta(seconds=30),
+        tool_call_workflows: ToolCallWorkflows = "always",
     ) -> None:
         if not name or "/" in name:
             raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")
@@ -189,6 +196,11 @@ class Definition:
             raise DefinitionError(
                 f"Definition {name!r}: max_model_calls={max_model_calls} would never call the "
                 "model; use a positive number, or None for unlimited."
+            )
+        if tool_call_workflows not in ("always", "on_demand"):
+            raise DefinitionError(
+                f"Definition {name!r}: tool_call_workflows must be 'always' or 'on_demand', "
+                f"not {tool_call_workflows!r}."
             )
         if max_concurrent_tool_calls < 0:
             raise DefinitionError(
@@ -237,6 +249,7 @@ class Definition:
         self.model_heartbeat_timeout = model_heartbeat_timeout
         self.tool_timeout = tool_timeout
         self.tool_heartbeat_timeout = tool_heartbeat_timeout
+        self.tool_call_workflows: ToolCallWorkflows = tool_call_workflows
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
@@ -271,6 +284,7 @@ class Definition:
                 else f"{getattr(validator, '__module__', '?')}."
                 f"{getattr(validator, '__qualname__', repr(validator))}"
             ),
+            "tool_call_workflows": self.tool_call_workflows,
             "timeouts": [
                 str(t)
                 for t in (

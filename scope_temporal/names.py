@@ -21,6 +21,8 @@ PAUSE = "scope.pause"
 RESUME = "scope.resume"
 
 SNAPSHOT_QUERY = "scope.snapshot"
+CONTEXT_QUERY = "scope.context"
+"""Messages of the model call in flight, by range (what a worker fetches on a cache miss)."""
 
 DEFAULT_TASK_QUEUE = "scope"
 

@@ -10,10 +10,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from scope_temporal.chat import Message
-from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
+from scope_temporal.chat import Message, Options
+from scope_temporal.context_refs import ContextRef
+from scope_temporal.interaction.effects import Settlement, ToolEffectRequest
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.tool_call import ToolAttempt
+from scope_temporal.tools.outcome import InputRequired, Unknown
 
 
 class _Payload(BaseModel):
@@ -38,6 +40,9 @@ class InteractionInput(_Payload):
     suggests it); for very long loops and for tests."""
     state: InteractionState | None = None
     """Carried by continue-as-new."""
+    context_sent: int = 0
+    """Carried by continue-as-new: how many leading messages of the context the previous
+    model call sent (the next call refers to them instead of sending them again)."""
 
 
 class ToolCallInput(_Payload):
@@ -46,11 +51,52 @@ class ToolCallInput(_Payload):
     request: ToolEffectRequest
     start_to_close: timedelta
     heartbeat: timedelta | None = None
+    first_outcome: Annotated[InputRequired | Unknown, Field(discriminator="kind")] | None = None
+    """Set when the Interaction already ran the first attempt as its own activity
+    (`tool_call_workflows="on_demand"`) and promotes the call: the child takes over from
+    this outcome (an input wait, or an unknown outcome) without entering the tool again."""
+    paused: bool = False
+    """The Interaction was paused when it promoted the call."""
 
 
 class ModelActivityInput(_Payload):
-    request: ModelEffectRequest
+    """`scope.model`: the retained request, minus what the worker can get without history.
+
+    The worker rebuilds the exact `ModelEffectRequest`: the messages are `prefix` (from its
+    cache, or the workflow's `scope.context` query, checked against the digest) followed
+    by `new_messages`; the tool manifest comes from the registered Definition (same
+    digest) and `advertised`. See `scope_temporal.context_refs`.
+    """
+
+    definition: str
+    digest: str
+    process_id: str
+    effect_id: str
+    model_call_seq: int
+    model: str
+    options: Options
+    context_reducer: str | None = None
+    applied_signals: tuple[str, ...] = ()
+    advertised: tuple[str, ...] = ()
+    """Deferred tools advertised so far (the manifest lists them after the others)."""
+    prefix: ContextRef
+    new_messages: tuple[Message, ...]
     heartbeat: timedelta | None = None
+
+
+class ContextPageRequest(_Payload):
+    """Query `scope.context`: messages [start, end) of the model call in flight."""
+
+    start: int
+    end: int
+    max_bytes: int = 1_000_000
+    """Stop early once the page holds this many bytes of JSON (at least one message)."""
+
+
+class ContextPage(_Payload):
+    messages: tuple[Message, ...]
+    end: int
+    """One past the last message returned; ask again from here while below the end."""
 
 
 class ToolActivityInput(_Payload):

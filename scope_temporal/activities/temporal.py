@@ -17,17 +17,29 @@ from temporalio import activity
 
 from scope_temporal import names
 from scope_temporal.activities.model_call import ContextReducer, ModelResult, call_model
+from scope_temporal.activities.model_input import (
+    ContextUnavailable,
+    ModelRequestBuilder,
+    RequestMismatch,
+)
 from scope_temporal.activities.tool_attempt import run_tool_attempt
-from scope_temporal.chat import ToolResult
+from scope_temporal.chat import Message, ToolResult
+from scope_temporal.context_refs import ContextRef
 from scope_temporal.errors import PAYLOAD_TOO_LARGE
-from scope_temporal.interaction.effects import ModelResponded, ModelUnknown
+from scope_temporal.interaction.effects import ModelHostFailed, ModelResponded, ModelUnknown
 from scope_temporal.models.protocol import Model
 from scope_temporal.observers import ObserverHub
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES, size_of, too_large
-from scope_temporal.payloads import ModelActivityInput, ToolActivityInput
+from scope_temporal.payloads import (
+    ContextPage,
+    ContextPageRequest,
+    ModelActivityInput,
+    ToolActivityInput,
+)
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.outcome import Failed, ToolOutcome
 from scope_temporal.tools.registry import ToolRegistry
+from scope_temporal.workflows import registry
 
 T = TypeVar("T")
 
@@ -69,6 +81,7 @@ class ScopeActivities:
         self.middleware = tuple(middleware)
         self.observers = observers
         self.payload_limit = payload_limit
+        self.requests = ModelRequestBuilder()
 
     @staticmethod
     @activity.defn(name=names.RECORD_DIGEST_ACTIVITY)
@@ -78,17 +91,26 @@ class ScopeActivities:
 
     @activity.defn(name=names.MODEL_ACTIVITY)
     async def model(self, input: ModelActivityInput) -> ModelResult:
-        """Call the registered model once; see `call_model` for the classification."""
+        """Call the registered model once; see `call_model` for the classification.
+
+        The request is rebuilt from the input's context reference first (see
+        `model_input`); a prefix that cannot be obtained raises `ContextUnavailable`
+        before the model is called, which the workflow records as unknown.
+        """
+        definition = registry.lookup(activity.info().task_queue, input.definition)
+        try:
+            request = await self.requests.rebuild(input, definition, _fetch_prefix)
+        except RequestMismatch as mismatch:
+            return ModelHostFailed(effect_id=input.effect_id, message=str(mismatch))
         outcome = await _with_heartbeats(
-            call_model(input.request, self.models, self.reducers, self.observers), input.heartbeat
+            call_model(request, self.models, self.reducers, self.observers), input.heartbeat
         )
         size = size_of(outcome)
         if isinstance(outcome, ModelResponded) and size > self.payload_limit:
             return ModelUnknown(
                 effect_id=outcome.effect_id,
                 diagnostic=too_large(
-                    f"The response of model {input.request.model!r} "
-                    f"(#{input.request.model_call_seq})",
+                    f"The response of model {request.model!r} (#{request.model_call_seq})",
                     size,
                     self.payload_limit,
                     "It was not recorded; settle the effect by hand or lower max_tokens.",
@@ -122,3 +144,43 @@ class ScopeActivities:
             ),
             code=PAYLOAD_TOO_LARGE,
         )
+
+
+_QUERY_ATTEMPTS = 8
+
+
+async def _fetch_prefix(ref: ContextRef) -> list[Message]:
+    """The first `ref.count` messages of this activity's Interaction, by `scope.context`.
+
+    Retried with backoff (about 25 s in all) while heartbeating: the workflow may be
+    replaying on another worker. Raises ContextUnavailable if it never answers.
+    """
+    info = activity.info()
+    handle = activity.client().get_workflow_handle(
+        info.workflow_id or "", run_id=info.workflow_run_id
+    )
+    messages: list[Message] = []
+    delay = 0.2
+    attempt = 0
+    while len(messages) < ref.count:
+        try:
+            page = await handle.query(
+                names.CONTEXT_QUERY,
+                ContextPageRequest(start=len(messages), end=ref.count),
+                result_type=ContextPage,
+            )
+        except Exception as error:
+            attempt += 1
+            if attempt >= _QUERY_ATTEMPTS:
+                raise ContextUnavailable(
+                    f"The workflow did not return its first {ref.count} messages "
+                    f"({type(error).__name__}: {error}); the model was not called."
+                ) from error
+            activity.heartbeat()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+            continue
+        if not page.messages:
+            break  # the workflow holds fewer: the digest check reports it
+        messages.extend(page.messages)
+    return messages

@@ -15,7 +15,6 @@ from scope_temporal.chat import Message, Options, Response, ToolCall
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.tools.outcome import Failed, Rejected, Succeeded
-from scope_temporal.tools.spec import ToolSpec
 
 
 class _Frozen(BaseModel):
@@ -60,7 +59,6 @@ class ToolEffectRequest(_Frozen):
     model_call_seq: int
     call_index: int
     call: ToolCall
-    tool: ToolSpec
     granted: tuple[str, ...]
     """Permissions the calling Process holds."""
     deferred_tools: tuple[str, ...] = ()

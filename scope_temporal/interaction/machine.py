@@ -151,6 +151,11 @@ class InteractionMachine:
         return self._state.model_calls
 
     @property
+    def advertised(self) -> tuple[str, ...]:
+        """Deferred tools advertised so far, in advertisement order."""
+        return tuple(self._state.advertised)
+
+    @property
     def max_model_calls(self) -> int | None:
         return self._state.max_model_calls
 

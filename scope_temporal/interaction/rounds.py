@@ -113,8 +113,6 @@ def start_calls(definition: Definition, s: InteractionState, round_: OpenRound) 
     for index in startable(round_.slots, window):
         slot = round_.slots[index]
         slot.status = "running"
-        spec = rules.bound_tool(definition, s.advertised, slot.call.name)
-        assert spec is not None  # admission only lets bound tools through
         effects.append(
             StartToolCall(
                 request=ToolEffectRequest(
@@ -127,7 +125,6 @@ def start_calls(definition: Definition, s: InteractionState, round_: OpenRound) 
                     model_call_seq=round_.model_call_seq,
                     call_index=slot.index,
                     call=slot.call,
-                    tool=spec,
                     granted=s.granted,
                     deferred_tools=tuple(t.name for t in definition.tools.deferred),
                 )

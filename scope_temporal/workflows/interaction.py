@@ -13,45 +13,36 @@ import asyncio
 from datetime import timedelta  # deterministic: a value type, no clock
 from typing import Any, Literal
 
-from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 from scope_temporal import errors, names
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import (
     CallModel,
-    CallSettled,
-    DelegateSettled,
-    ModelHostFailed,
-    ModelResponded,
     ModelSettlement,
-    ModelUnknown,
     StartDelegate,
     StartToolCall,
 )
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.outputs import Failure, Output
-from scope_temporal.payload_limits import size_of, too_large
 from scope_temporal.payloads import (
+    ContextPage,
+    ContextPageRequest,
     ControlInput,
     InteractionInput,
-    ModelActivityInput,
     ResolveInput,
     SteerInput,
-    ToolCallInput,
     ToolInputAnswer,
 )
 from scope_temporal.workflows import registry
+from scope_temporal.workflows.calls import run_delegate, run_tool_call
+from scope_temporal.workflows.model_calls import ModelCaller
 from scope_temporal.workflows.outcomes import (
-    child_failure,
-    describe_activity_error,
     failure_error,
     update_rejection,
 )
-from scope_temporal.workflows.summaries import call_summary, model_summary
 
 _ONCE = RetryPolicy(maximum_attempts=1)
 _TOOL_MARGIN = timedelta(seconds=5)
@@ -76,6 +67,9 @@ class InteractionWorkflow:
         self._crash: BaseException | None = None
         self._startup_failure: Failure | None = None
         self._reported_status = "running"  # what the client set at start
+        self._models = ModelCaller(input.context_sent)
+        # child workflows started and not ended (signals addressed below them go to them)
+        self._children: set[str] = set()
         task_queue = workflow.info().task_queue
         definition = registry.lookup(task_queue, input.definition)
         if definition is None:
@@ -140,7 +134,6 @@ class InteractionWorkflow:
         raise failure_error(machine.failure or Failure.of(errors.STATE_INVALID, "no output"))
 
     async def _drive(self, machine: InteractionMachine, input: InteractionInput) -> None:
-        definition = machine.definition
         calls_at_start = machine.model_calls_started
         while True:
             if machine.at_round_boundary and not self._tasks:
@@ -150,18 +143,11 @@ class InteractionWorkflow:
                     await self._continue_as_new(machine, input)
             for effect in machine.next_effects():
                 if isinstance(effect, CallModel):
-                    self._spawn(
-                        self._call_model(
-                            machine,
-                            effect,
-                            definition.model_timeout,
-                            definition.model_heartbeat_timeout,
-                        )
-                    )
+                    self._spawn(self._models.call(machine, effect))
                 elif isinstance(effect, StartToolCall):
-                    self._spawn(self._run_tool_call(machine, effect))
+                    self._spawn(run_tool_call(machine, effect.request, self._children))
                 elif isinstance(effect, StartDelegate):
-                    self._spawn(self._run_delegate(machine, effect, input.track_status))
+                    self._spawn(run_delegate(machine, effect, input.track_status, self._children))
             self._track(input)
             if self._crash is not None:
                 raise self._crash
@@ -172,17 +158,6 @@ class InteractionWorkflow:
             await workflow.wait_condition(lambda: self._dirty)
             self._dirty = False
 
-    def _refuse_oversized(
-        self, machine: InteractionMachine, payload: BaseModel, what: str, advice: str
-    ) -> bool:
-        """Fail the Interaction instead of scheduling a command Temporal would reject."""
-        limit = registry.payload_limit(workflow.info().task_queue)
-        size = size_of(payload)
-        if size <= limit:
-            return False
-        machine.fail(errors.PAYLOAD_TOO_LARGE, too_large(what, size, limit, advice))
-        return True
-
     async def _continue_as_new(self, machine: InteractionMachine, input: InteractionInput) -> None:
         """Carry the whole state (context, counters, steer mailbox) into a fresh run."""
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -192,6 +167,7 @@ class InteractionWorkflow:
                 track_status=input.track_status,
                 continue_as_new_every=input.continue_as_new_every,
                 state=machine.state,
+                context_sent=self._models.context_sent,
             )
         )
 
@@ -223,7 +199,7 @@ class InteractionWorkflow:
         if status == "waiting":
             note = " · waiting: the model call's outcome is unknown; resolve it"
         elif machine.active_children:
-            note = f" · running {len(machine.active_children)} child call(s)"
+            note = f" · running {len(machine.active_children)} call(s)"
         limit = machine.max_model_calls
         workflow.set_current_details(
             f"**{status}** · definition `{machine.definition.name}` · model calls "
@@ -241,130 +217,6 @@ class InteractionWorkflow:
                     names.STATUS_ATTRIBUTE.value_set(status),
                 ]
             )
-
-    async def _call_model(
-        self,
-        machine: InteractionMachine,
-        effect: CallModel,
-        timeout: timedelta,
-        heartbeat: timedelta | None,
-    ) -> None:
-        request = effect.request
-        payload = ModelActivityInput(request=request, heartbeat=heartbeat)
-        if self._refuse_oversized(
-            machine,
-            payload,
-            f"The request to model {request.model!r} (#{request.model_call_seq})",
-            "Add a context_reducer to the Definition, or raise payload_limit_bytes.",
-        ):
-            return
-        try:
-            result = await workflow.execute_activity(
-                names.MODEL_ACTIVITY,
-                payload,
-                result_type=ModelResponded | ModelHostFailed | ModelUnknown,  # type: ignore[arg-type]
-                start_to_close_timeout=timeout,
-                heartbeat_timeout=heartbeat,
-                retry_policy=_ONCE,
-                summary=model_summary(request.model_call_seq, request.model),
-            )
-        except ActivityError as error:
-            if workflow.cancellation_reason() is not None:
-                return  # the Interaction is being cancelled; run() ends it as canceled
-            result = ModelUnknown(
-                effect_id=request.effect_id, diagnostic=describe_activity_error(error)
-            )
-        if not machine.done:
-            machine.on_model(result)
-
-    async def _run_tool_call(self, machine: InteractionMachine, effect: StartToolCall) -> None:
-        request = effect.request
-        definition = machine.definition
-        timeout = request.tool.timeout or definition.tool_timeout
-        payload = ToolCallInput(
-            request=request,
-            start_to_close=timeout + _TOOL_MARGIN,
-            heartbeat=definition.tool_heartbeat_timeout,
-        )
-        if self._refuse_oversized(
-            machine,
-            payload,
-            f"The input of tool call {request.call.name!r} ({request.ref})",
-            "The model produced oversized arguments; nothing ran.",
-        ):
-            return
-        try:
-            handle = await workflow.start_child_workflow(
-                names.TOOL_CALL_WORKFLOW,
-                payload,
-                id=request.process_id,
-                result_type=CallSettled,
-                parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
-                static_summary=call_summary("tool", request.call),
-            )
-        except Exception as error:  # the child could not start: a host failure
-            machine.fail(
-                errors.TOOL_CHILD_REJECTED,
-                f"ToolCall child {request.process_id!r} could not start: {error}",
-            )
-            return
-        try:
-            settled = await handle
-        except ChildWorkflowError as error:
-            failure = child_failure(error, errors.HOST_FAILED)
-            machine.fail(
-                failure.code,
-                f"ToolCall child {request.process_id!r} ended without a "
-                f"settlement: {failure.message}",
-            )
-            return
-        if not machine.done:
-            machine.on_call(settled)
-
-    async def _run_delegate(
-        self, machine: InteractionMachine, effect: StartDelegate, track_status: bool
-    ) -> None:
-        if registry.lookup(workflow.info().task_queue, effect.definition) is None:
-            machine.on_call(
-                DelegateSettled(
-                    effect_id=effect.effect_id,
-                    failure=Failure.of(
-                        errors.DELEGATE_REJECTED,
-                        f"Definition {effect.definition!r} is not registered on this "
-                        "task queue; the delegate was not started.",
-                    ),
-                )
-            )
-            return
-        try:
-            handle = await workflow.start_child_workflow(
-                names.INTERACTION_WORKFLOW,
-                InteractionInput(
-                    definition=effect.definition,
-                    messages=effect.messages,
-                    max_model_calls=effect.max_model_calls,
-                    capabilities=effect.capabilities,
-                    track_status=track_status,
-                ),
-                id=effect.process_id,
-                result_type=Output,
-                parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
-                static_summary=f"delegate {effect.delegate} -> {effect.definition}",
-            )
-        except Exception as error:  # a refused start is model-visible, not a failure
-            settled = DelegateSettled(
-                effect_id=effect.effect_id,
-                failure=Failure.of(errors.DELEGATE_REJECTED, f"the child could not start: {error}"),
-            )
-        else:
-            try:
-                settled = DelegateSettled(effect_id=effect.effect_id, output=await handle)
-            except ChildWorkflowError as error:
-                settled = DelegateSettled(
-                    effect_id=effect.effect_id, failure=child_failure(error, errors.DELEGATE_FAILED)
-                )
-        if not machine.done:
-            machine.on_call(settled)
 
     # --- signals and updates ---------------------------------------------------------
 
@@ -443,7 +295,7 @@ class InteractionWorkflow:
     def pause(self, input: ControlInput | None = None) -> None:
         machine = self._require_machine()
         machine.pause()
-        for child in machine.active_children:
+        for child in sorted(self._children):
             self._signal_child(child, names.PAUSE, ControlInput())
         self._dirty = True
 
@@ -451,13 +303,21 @@ class InteractionWorkflow:
     def resume(self, input: ControlInput | None = None) -> None:
         machine = self._require_machine()
         machine.resume()
-        for child in machine.active_children:
+        for child in sorted(self._children):
             self._signal_child(child, names.RESUME, ControlInput())
         self._dirty = True
 
     @workflow.query(name=names.SNAPSHOT_QUERY)
     def snapshot(self) -> ProcessSnapshot:
-        return self._require_machine().snapshot()
+        snap = self._require_machine().snapshot()
+        # calls running as activities of this workflow are not child processes
+        children = tuple(c for c in snap.active_children if c in self._children)
+        return snap.model_copy(update={"active_children": children})
+
+    @workflow.query(name=names.CONTEXT_QUERY)
+    def context_page(self, input: ContextPageRequest) -> ContextPage:
+        """Messages of the latest model call, for a worker whose cache missed them."""
+        return self._models.page(input)
 
     def _require_machine(self) -> InteractionMachine:
         if self._machine is None:
@@ -467,7 +327,7 @@ class InteractionWorkflow:
     def _forward(self, target: str, signal: str, payload: Any) -> None:
         """Pass a signal addressed to a descendant to the active child on its path."""
         machine = self._require_machine()
-        for child in machine.active_children:
+        for child in sorted(self._children):
             if target == child or target.startswith(child + "/"):
                 self._signal_child(child, signal, payload)
                 return

@@ -8,38 +8,16 @@ one definite settlement to its parent.
 
 from __future__ import annotations
 
-import asyncio
-
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
 
 from scope_temporal import errors, names
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import CallSettled, ToolSettlement
 from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.interaction.tool_call import ToolCallMachine
-from scope_temporal.payloads import (
-    ControlInput,
-    ResolveInput,
-    ToolActivityInput,
-    ToolCallInput,
-    ToolInputAnswer,
-)
-from scope_temporal.tools.outcome import (
-    Failed,
-    InputRequired,
-    Rejected,
-    Succeeded,
-    Unknown,
-)
-from scope_temporal.workflows.outcomes import (
-    describe_activity_error,
-    update_rejection,
-)
-from scope_temporal.workflows.summaries import call_summary
-
-_ONCE = RetryPolicy(maximum_attempts=1)
+from scope_temporal.payloads import ControlInput, ResolveInput, ToolCallInput, ToolInputAnswer
+from scope_temporal.workflows.calls import attempt_tool
+from scope_temporal.workflows.outcomes import update_rejection
 
 
 # ScopeError: deterministic framework errors fail the workflow with their code.
@@ -54,15 +32,20 @@ class ToolCallWorkflow:
     def __init__(self, input: ToolCallInput) -> None:
         # Built before any handler runs: an early answer or query finds the machine.
         self._machine = ToolCallMachine.start(input.request)
+        if input.first_outcome is not None:
+            # promoted by an Interaction that already ran the first attempt itself
+            self._machine.next_attempt()
+            self._machine.on_outcome(input.first_outcome)
+        if input.paused:
+            self._machine.pause()
 
     @workflow.run
     async def run(self, input: ToolCallInput) -> CallSettled:
         machine = self._machine
-        summary = call_summary("tool", input.request.call)
         while machine.outcome is None:
             attempt = machine.next_attempt()
+            self._show(machine)
             if attempt is None:
-                self._show(machine)
                 await workflow.wait_condition(
                     lambda: (
                         machine.outcome is not None
@@ -70,25 +53,11 @@ class ToolCallWorkflow:
                     )
                 )
                 continue
-            self._show(machine)
-            try:
-                outcome = await workflow.execute_activity(
-                    names.TOOL_ACTIVITY,
-                    ToolActivityInput(attempt=attempt, heartbeat=input.heartbeat),
-                    result_type=Succeeded | Failed | Rejected | InputRequired | Unknown,  # type: ignore[arg-type]
-                    start_to_close_timeout=input.start_to_close,
-                    heartbeat_timeout=input.heartbeat,
-                    retry_policy=_ONCE,
-                    summary=summary if attempt.entry == 1 else f"{summary} #{attempt.entry}",
-                )
-            except ActivityError as error:
-                if workflow.cancellation_reason() is not None:
-                    # the Process itself is being cancelled (its parent was): end canceled;
-                    # the cancelled parent never collects this outcome
-                    raise asyncio.CancelledError(workflow.cancellation_reason()) from error
-                outcome = Unknown(
-                    code=errors.TOOL_EXECUTION_FAILED, diagnostic=describe_activity_error(error)
-                )
+            # a cancellation of this Process (its parent was cancelled) ends it canceled;
+            # the cancelled parent never collects this outcome
+            outcome = await attempt_tool(
+                attempt, start_to_close=input.start_to_close, heartbeat=input.heartbeat
+            )
             machine.on_outcome(outcome)
         self._show(machine)
         return CallSettled(effect_id=input.request.effect_id, outcome=machine.outcome)
