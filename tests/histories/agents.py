@@ -41,5 +41,13 @@ recorded = Definition(
     max_concurrent_tool_calls=2,
 )
 
-DEFINITIONS = [recorded]
+recorded_on_demand = Definition(
+    "recorded-on-demand",
+    instructions="You fix services.",
+    tools=[read_status, restart, notify],
+    max_concurrent_tool_calls=2,
+    tool_call_workflows="on_demand",
+)
+
+DEFINITIONS = [recorded, recorded_on_demand]
 TOOLS = [read_status, restart, notify]

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.converter import StorageDriver
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import Definition, ScopeClient, ScopeWorker
+from scope_temporal.definition import ToolCallWorkflows
 from scope_temporal.models.protocol import Model
+from scope_temporal.names import TOOL_ACTIVITY
 
 T = TypeVar("T")
 
@@ -23,6 +28,37 @@ STARTED_IDS: list[str] = []
 DIVERGED_IDS: set[str] = set()
 # External storage a test's worker offloaded to, by task queue (replay needs it).
 STORAGE_BY_QUEUE: dict[str, StorageDriver] = {}
+# How the conformance suite maps tool calls onto Temporal: each `test_live_*` test runs
+# once per mode (see conftest.py); `serving` applies it to Definitions left at the default.
+TOOL_CALL_MODE: list[ToolCallWorkflows] = ["always"]
+# The mode each subprocess worker ran in, by task queue (replay needs it).
+MODE_BY_QUEUE: dict[str, ToolCallWorkflows] = {}
+
+
+def in_mode(definition: Definition, mode: ToolCallWorkflows) -> Definition:
+    """The same Definition with `tool_call_workflows=mode` (a test's explicit choice stays)."""
+    if definition.tool_call_workflows == mode or definition.tool_call_workflows != "always":
+        return definition
+    return Definition(
+        definition.name,
+        description=definition.description,
+        instructions=definition.instructions,
+        model=definition.model,
+        tools=definition.tools,
+        delegates=definition.delegates,
+        max_model_calls=definition.max_model_calls,
+        max_concurrent_tool_calls=definition.max_concurrent_tool_calls,
+        completion_validator=definition.completion_validator,
+        capabilities=definition.capabilities,
+        context_reducer=definition.context_reducer,
+        options=definition.options,
+        output_schema=definition.output_schema,
+        model_timeout=definition.model_timeout,
+        model_heartbeat_timeout=definition.model_heartbeat_timeout,
+        tool_timeout=definition.tool_timeout,
+        tool_heartbeat_timeout=definition.tool_heartbeat_timeout,
+        tool_call_workflows=mode,
+    )
 
 
 @asynccontextmanager
@@ -41,7 +77,7 @@ async def serving(
     worker = ScopeWorker(
         env.client,
         task_queue=task_queue,
-        definitions=definitions,
+        definitions=[in_mode(d, TOOL_CALL_MODE[0]) for d in definitions],
         tools=tools,
         models=models,
         **options,
@@ -77,16 +113,65 @@ async def eventually(
     return value
 
 
+async def tool_attempts(client: Client, process_id: str) -> int:
+    """How many `scope.tool` activities were scheduled for the call `process_id`, wherever
+    they ran: in its parent (the first attempt, `tool_call_workflows="on_demand"`) and in
+    its own ToolCall workflow, if it has one."""
+    parent = process_id.rsplit("/tool/", 1)[0]
+    count = 0
+    for workflow_id in (parent, process_id):
+        try:
+            history = await client.get_workflow_handle(workflow_id).fetch_history()
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+            continue
+        for event in history.events:
+            if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                continue
+            attributes = event.activity_task_scheduled_event_attributes
+            if attributes.activity_type.name != TOOL_ACTIVITY:
+                continue
+            payload = json.loads(attributes.input.payloads[0].data)
+            if payload["attempt"]["request"]["process_id"] == process_id:
+                count += 1
+    return count
+
+
+def attempt_workflow_id(process_id: str) -> str:
+    """Where a call's first attempt ran in this test's mode: its ToolCall workflow
+    (`always`), or its parent Interaction (`on_demand`)."""
+    if TOOL_CALL_MODE[0] == "always":
+        return process_id
+    return process_id.rsplit("/tool/", 1)[0]
+
+
+async def has_workflow(client: Client, workflow_id: str) -> bool:
+    try:
+        await client.get_workflow_handle(workflow_id).describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return True
+
+
 def fresh_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 __all__ = [
     "DIVERGED_IDS",
+    "MODE_BY_QUEUE",
     "STARTED_IDS",
     "STORAGE_BY_QUEUE",
+    "TOOL_CALL_MODE",
     "Client",
+    "attempt_workflow_id",
     "eventually",
     "fresh_id",
+    "has_workflow",
+    "in_mode",
     "serving",
+    "tool_attempts",
 ]

@@ -1,6 +1,6 @@
 """A worker process the worker-loss test starts and SIGKILLs.
 
-    python -m tests.live.loss_worker ADDRESS TASK_QUEUE SIDE_EFFECT_FILE
+    python -m tests.live.loss_worker ADDRESS TASK_QUEUE SIDE_EFFECT_FILE [TOOL_CALL_MODE]
 
 Every tool body and model call appends a line to SIDE_EFFECT_FILE *before* acting, so the
 test can count executions across processes. The model is a function of the request, so a
@@ -27,6 +27,7 @@ from scope_temporal import (
 )
 
 SIDE_EFFECTS = Path(sys.argv[3]) if len(sys.argv) > 3 else Path("/dev/null")
+MODE = "on_demand" if len(sys.argv) > 4 and sys.argv[4] == "on_demand" else "always"
 
 
 def record(line: str) -> None:
@@ -67,6 +68,7 @@ DEFINITION = Definition(
     max_concurrent_tool_calls=2,
     model_heartbeat_timeout=timedelta(seconds=2),
     tool_heartbeat_timeout=timedelta(seconds=2),
+    tool_call_workflows=MODE,
 )
 
 

@@ -20,7 +20,7 @@ from scope_temporal import (
     reply,
     tool,
 )
-from tests.live.harness import DIVERGED_IDS, eventually, serving
+from tests.live.harness import DIVERGED_IDS, eventually, has_workflow, serving
 
 started = asyncio.Event()
 
@@ -34,7 +34,7 @@ async def forever() -> str:
 
 
 async def test_c44_live_cancelling_the_root_cancels_its_children(
-    temporal_env: WorkflowEnvironment,
+    temporal_env: WorkflowEnvironment, tool_call_mode: str
 ) -> None:
     started.clear()
     model = ScriptedModel([reply.tool_calls(("forever", {})), reply.text("never")])
@@ -47,18 +47,23 @@ async def test_c44_live_cancelling_the_root_cancels_its_children(
         await handle.cancel()
         with pytest.raises(InteractionCanceled):
             await handle.result()
-        child = temporal_env.client.get_workflow_handle(f"{handle.id}/tool/1/0")
-        status = await eventually(
-            lambda: child.describe(), lambda d: d.status != WorkflowExecutionStatus.RUNNING
-        )
-        assert status.status == WorkflowExecutionStatus.CANCELED
-        # the canceled parent never resumed to collect its child: nothing after its cancel
         events = [
             e.event_type
             async for e in temporal_env.client.get_workflow_handle(handle.id).fetch_history_events()
         ]
         cancel_at = events.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED)
+        if tool_call_mode == "always":
+            child = temporal_env.client.get_workflow_handle(f"{handle.id}/tool/1/0")
+            status = await eventually(
+                lambda: child.describe(), lambda d: d.status != WorkflowExecutionStatus.RUNNING
+            )
+            assert status.status == WorkflowExecutionStatus.CANCELED
+        else:  # the call ran as the root's own activity: its cancellation was requested
+            assert not await has_workflow(temporal_env.client, f"{handle.id}/tool/1/0")
+            assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED in events[cancel_at:]
+        # the canceled parent never resumed to collect the call: nothing after its cancel
         assert EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED not in events[cancel_at:]
+        assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED not in events[cancel_at:]
         assert events[-1] == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED
     assert len(model.requests) == 1
 

@@ -10,7 +10,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import Definition, InteractionFailed, ScopeClient, ScriptedModel, reply, tool
 from scope_temporal.storage import DirectoryStorage
-from tests.live.harness import eventually, serving
+from tests.live.harness import attempt_workflow_id, eventually, serving
 
 LIMIT = 50_000
 
@@ -44,7 +44,7 @@ async def test_c46_oversized_tool_result_is_a_model_visible_error_naming_the_too
     assert out.text == "ok"
     [result] = snap_results
     assert result.is_error and "tool 'dump'" in result.content and "payload limit" in result.content
-    assert await task_failures(temporal_env, f"{handle.id}/tool/1/0") == 0
+    assert await task_failures(temporal_env, attempt_workflow_id(f"{handle.id}/tool/1/0")) == 0
 
 
 async def test_c46_oversized_model_response_is_unknown(temporal_env: WorkflowEnvironment) -> None:
@@ -106,6 +106,7 @@ async def test_c46_with_storage_large_payloads_are_offloaded_not_refused(
     [result] = model.requests[1].messages[-1].tool_results
     assert not result.is_error and len(result.content) == 3_000_000
     assert len(list((tmp_path / "blobs").iterdir())) >= 2  # the result and the next request
-    history = await temporal_env.client.get_workflow_handle(f"{handle.id}/tool/1/0").fetch_history()
+    attempt = attempt_workflow_id(f"{handle.id}/tool/1/0")
+    history = await temporal_env.client.get_workflow_handle(attempt).fetch_history()
     assert len(history.to_json()) < 200_000  # only references stayed in history
     assert await task_failures(temporal_env, handle.id) == 0

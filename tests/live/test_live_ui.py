@@ -28,7 +28,7 @@ def approve_deploy(version: str) -> str:
 
 
 async def test_ui_summaries_details_and_a_waiting_status_that_reaches_the_root(
-    temporal_env: WorkflowEnvironment,
+    temporal_env: WorkflowEnvironment, tool_call_mode: str
 ) -> None:
     model = ScriptedModel(
         [reply.tool_calls(("approve_deploy", {"version": "v2"})), reply.text("deployed")]
@@ -66,8 +66,17 @@ async def test_ui_summaries_details_and_a_waiting_status_that_reaches_the_root(
         )
 
     summaries = [
-        e.user_metadata.summary.data.decode()
+        (
+            e.activity_task_scheduled_event_attributes.activity_type.name,
+            e.user_metadata.summary.data.decode(),
+        )
         async for e in root.fetch_history_events()
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
-    assert summaries == ['"model #1: default"', '"model #2: default"']
+    first_attempt = [("scope.tool", '"tool approve_deploy(version=\\"v2\\")"')]
+    assert summaries == [
+        ("scope.model", '"model #1: default"'),
+        # on_demand: the first attempt ran as the root's activity, then the call was promoted
+        *(first_attempt if tool_call_mode == "on_demand" else []),
+        ("scope.model", '"model #2: default"'),
+    ]

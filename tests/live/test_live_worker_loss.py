@@ -18,7 +18,13 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import ScopeClient, ToolResult, reply, settle_model_result, settle_tool_result
-from tests.live.harness import STARTED_IDS, eventually
+from tests.live.harness import (
+    MODE_BY_QUEUE,
+    STARTED_IDS,
+    TOOL_CALL_MODE,
+    attempt_workflow_id,
+    eventually,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 KILL_WALL = [0.0]
@@ -28,8 +34,17 @@ KILL_WALL = [0.0]
 def worker_process(
     address: str, task_queue: str, side_effects: Path
 ) -> Iterator[subprocess.Popen[str]]:
+    MODE_BY_QUEUE[task_queue] = TOOL_CALL_MODE[0]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.live.loss_worker", address, task_queue, str(side_effects)],
+        [
+            sys.executable,
+            "-m",
+            "tests.live.loss_worker",
+            address,
+            task_queue,
+            str(side_effects),
+            TOOL_CALL_MODE[0],
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -98,7 +113,9 @@ async def test_c43_worker_killed_mid_tool_then_resolved(
     with worker_process(address_of(temporal_env), task_queue, effects):
         snap = await eventually(handle.snapshot, lambda s: bool(s.unknown_effects), timeout=30)
         detected_after = time.monotonic() - killed_at
-        recorded_after = await unknown_recorded_after(temporal_env, f"{handle.id}/tool/1/1")
+        recorded_after = await unknown_recorded_after(
+            temporal_env, attempt_workflow_id(f"{handle.id}/tool/1/1")
+        )
         print(f"unknown recorded {recorded_after:.1f}s after SIGKILL, seen {detected_after:.1f}s")
         [unknown] = snap.unknown_effects
         assert unknown.kind == "tool" and unknown.request.call.name == "slow_write"

@@ -18,7 +18,14 @@ from scope_temporal.names import INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW
 from scope_temporal.testing.replay import history_task_queue, replay_history
 from scope_temporal.workflows import registry
 from tests.live import loss_worker
-from tests.live.harness import DIVERGED_IDS, STORAGE_BY_QUEUE, eventually, serving
+from tests.live.harness import (
+    DIVERGED_IDS,
+    MODE_BY_QUEUE,
+    STORAGE_BY_QUEUE,
+    eventually,
+    in_mode,
+    serving,
+)
 from tests.live.test_readme import readme_block
 
 
@@ -90,7 +97,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
         queue = history_task_queue(history)
         definitions = registry.registered(queue)
         if queue.startswith("loss-"):  # served by a subprocess worker
-            definitions = [loss_worker.DEFINITION]
+            definitions = [in_mode(loss_worker.DEFINITION, MODE_BY_QUEUE.get(queue, "always"))]
         elif queue == "readme":  # served by the README program, in a subprocess
             definitions = readme_definitions()
         result = await replay_with_deadline(

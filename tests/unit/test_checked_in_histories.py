@@ -35,13 +35,19 @@ async def test_c42_a_changed_definition_is_caught_by_replay() -> None:
         tools=DEFINITIONS[0].tools,
         max_concurrent_tool_calls=2,
     )
-    result = await replay_history(load(HISTORIES[0]), [changed])
+    [root] = [p for p in HISTORIES if p.stem == "recorded"]
+    result = await replay_history(load(root), [changed])
     assert result.replay_failure is not None
 
 
 def test_histories_are_present() -> None:
-    assert [p.stem for p in HISTORIES] == [
+    assert sorted(p.stem for p in HISTORIES) == [
         "recorded",
+        "recorded-on-demand",
+        # on_demand: only the calls that needed a life of their own (the approval wait,
+        # the unknown outcome) became ToolCall workflows
+        "recorded-on-demand_tool_1_1",
+        "recorded-on-demand_tool_2_0",
         "recorded_tool_1_0",
         "recorded_tool_1_1",
         "recorded_tool_2_0",

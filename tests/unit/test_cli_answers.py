@@ -33,7 +33,9 @@ APPROVAL: dict[str, Any] = {
 
 def test_an_answer_must_be_json_matching_the_schema() -> None:
     assert parse_answer('{"approved": true, "note": "ok"}', APPROVAL) == (
-        {"approved": True, "note": "ok"}, None)
+        {"approved": True, "note": "ok"},
+        None,
+    )
     value, problem = parse_answer('{"approved": "yes"}', APPROVAL)
     assert value is None
     assert problem == "does not match the schema: approved: 'yes' is not of type 'boolean'"
@@ -43,10 +45,14 @@ def test_an_answer_must_be_json_matching_the_schema() -> None:
 
 def test_approvals_also_take_y_and_n() -> None:
     assert is_approval(APPROVAL)
-    assert parse_answer("y", APPROVAL) == ({"approved": True, "note": "approved at the terminal"},
-                                           None)
-    assert parse_answer(" No ", APPROVAL)[0] == {"approved": False,
-                                                 "note": "declined at the terminal"}
+    assert parse_answer("y", APPROVAL) == (
+        {"approved": True, "note": "approved at the terminal"},
+        None,
+    )
+    assert parse_answer(" No ", APPROVAL)[0] == {
+        "approved": False,
+        "note": "declined at the terminal",
+    }
     other = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
     assert not is_approval(other)
     assert parse_answer("y", other)[1] is not None
@@ -61,8 +67,11 @@ def test_schema_hints_and_examples_show_the_shape() -> None:
 
 def _runner(model: ScriptedModel | None = None) -> LocalRunner:
     app = load_app(None)
-    return LocalRunner(definitions=app.definitions, tools=app.tools,
-                       models={"default": model} if model else app.models)
+    return LocalRunner(
+        definitions=app.definitions,
+        tools=app.tools,
+        models={"default": model} if model else app.models,
+    )
 
 
 async def test_inspect_tree_of_a_waiting_interaction_shows_the_answer_command() -> None:
@@ -72,16 +81,20 @@ async def test_inspect_tree_of_a_waiting_interaction_shows_the_answer_command() 
     lines = "\n".join(render_tree(tree, ["--address", "temporal:7233"]))
     assert lines.startswith(f"{root} · ops · waiting · 4 model call(s)")
     assert "  user: checkout returns 502, investigate" in lines
-    assert '  model #1 → search_logs(query="ERROR"), read_runbook(query="checkout returns 502, …)' \
+    assert (
+        '  model #1 → search_logs(query="ERROR"), read_runbook(query="checkout returns 502, …)'
         in lines
+    )
     assert '    ✓ search_logs(query="ERROR") succeeded · 13 matching line(s) in 4 log(s)' in lines
     assert "(delegate) succeeded" in lines
     wait = tree.pending_tool_inputs[0]
     assert f"? input wait {wait.wait_id}: Restart payments-worker?" in lines
     expected = answer_command(root, wait, ["--address", "temporal:7233"])
     assert f"answer: {expected}" in lines
-    assert expected == (f"scope-temporal answer {root} {wait.wait_id} "
-                        """'{"approved": true, "note": "..."}' --address temporal:7233""")
+    assert expected == (
+        f"scope-temporal answer {root} {wait.wait_id} "
+        """'{"approved": true, "note": "..."}' --address temporal:7233"""
+    )
 
     await run.answer(wait, "a1", {"approved": True})
     await run.result()
@@ -92,8 +105,12 @@ async def test_inspect_tree_of_a_waiting_interaction_shows_the_answer_command() 
 
 
 async def test_resolve_builds_settlements_from_the_retained_request() -> None:
-    model = ScriptedModel([reply.tool_calls(("search_logs", {"query": "ERROR"})),
-                           TimeoutError("the provider did not answer")])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(("search_logs", {"query": "ERROR"})),
+            TimeoutError("the provider did not answer"),
+        ]
+    )
     run = await _runner(model).start("ops", [Message.user("go")])
     tree = await run.idle()
     unknown = tree.unknown_effects[0]
@@ -101,8 +118,10 @@ async def test_resolve_builds_settlements_from_the_retained_request() -> None:
     lines = "\n".join(render_tree(tree))
     assert f"! unknown outcome of model call #2 of ops (effect {unknown.effect_id})" in lines
     command = resolve_command(tree.root.process_id, unknown)
-    assert command == (f"scope-temporal resolve {tree.root.process_id} {unknown.effect_id} "
-                       "--result 'the reply the model gave'")
+    assert command == (
+        f"scope-temporal resolve {tree.root.process_id} {unknown.effect_id} "
+        "--result 'the reply the model gave'"
+    )
     with pytest.raises(click.UsageError):
         settlement_for(unknown, "text", "failed", ())
     settlement = settlement_for(unknown, "Root cause: checked by hand.", None, ())
@@ -140,4 +159,6 @@ async def test_terminal_answers_approvals_itself_with_yes() -> None:
     run = await _runner().start("ops", [Message.user("checkout returns 502")])
     wait = (await run.idle()).pending_tool_inputs[0]
     assert await Terminal(auto_approve=True)(wait, "restart_service") == {
-        "approved": True, "note": "auto-approved by --yes"}
+        "approved": True,
+        "note": "auto-approved by --yes",
+    }

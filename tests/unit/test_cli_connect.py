@@ -10,8 +10,15 @@ from temporalio.service import TLSConfig
 
 from scope_temporal.cli._connect import DEFAULT_ADDRESS, Connection, tls_options
 
-VARIABLES = ("TEMPORAL_API_KEY", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CA",
-             "TEMPORAL_TLS", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE")
+VARIABLES = (
+    "TEMPORAL_API_KEY",
+    "TEMPORAL_TLS_CERT",
+    "TEMPORAL_TLS_KEY",
+    "TEMPORAL_TLS_CA",
+    "TEMPORAL_TLS",
+    "TEMPORAL_ADDRESS",
+    "TEMPORAL_NAMESPACE",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +62,10 @@ def test_printed_commands_name_the_server_only_when_it_is_not_the_default(
 ) -> None:
     assert Connection(DEFAULT_ADDRESS, "default", "scope").args() == []
     assert Connection("temporal:7233", "prod", "scope").args() == [
-        "--address", "temporal:7233", "--namespace", "prod"]
+        "--address",
+        "temporal:7233",
+        "--namespace",
+        "prod",
+    ]
     monkeypatch.setenv("TEMPORAL_ADDRESS", "temporal:7233")
     assert Connection("temporal:7233", "default", "scope").args() == []

@@ -20,11 +20,18 @@ def _compose_available() -> bool:
     return probe.returncode == 0
 
 
-@pytest.mark.skipif(not _compose_available(), reason="`docker compose` (the compose plugin "
-                    "of the docker client) is not installed here")
+@pytest.mark.skipif(
+    not _compose_available(),
+    reason="`docker compose` (the compose plugin of the docker client) is not installed here",
+)
 def test_compose_file_validates() -> None:
-    done = subprocess.run(["docker", "compose", "-f", str(COMPOSE), "config", "--format", "json"],
-                          capture_output=True, text=True, check=False, timeout=60)
+    done = subprocess.run(
+        ["docker", "compose", "-f", str(COMPOSE), "config", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     config = json.loads(done.stdout)
     services = config["services"]
@@ -40,9 +47,14 @@ def test_compose_file_validates() -> None:
 
 def test_compose_file_names_the_services_and_the_worker_image() -> None:
     text = COMPOSE.read_text()
-    for needle in ("image: temporalio/auto-setup:", "image: temporalio/ui:", "postgres",
-                   "dockerfile: docker/Dockerfile", "SCOPE_TASK_QUEUE: scope",
-                   "--name ScopeDefinition --type Keyword --name ScopeStatus --type Keyword"):
+    for needle in (
+        "image: temporalio/auto-setup:",
+        "image: temporalio/ui:",
+        "postgres",
+        "dockerfile: docker/Dockerfile",
+        "SCOPE_TASK_QUEUE: scope",
+        "--name ScopeDefinition --type Keyword --name ScopeStatus --type Keyword",
+    ):
         assert needle in text
     assert (REPO / "docker" / "dynamicconfig" / "development-sql.yaml").is_file()
 
@@ -52,6 +64,9 @@ def test_the_image_serves_the_reference_app_with_the_cli() -> None:
     assert 'CMD ["scope-temporal", "worker"]' in dockerfile
     for folder in ("scope_temporal", "workflows", "activities"):
         assert f"COPY {folder} ./{folder}" in dockerfile
-    ignore = [line for line in (REPO / "docker" / "Dockerfile.dockerignore").read_text()
-              .splitlines() if line and not line.startswith("#")]
+    ignore = [
+        line
+        for line in (REPO / "docker" / "Dockerfile.dockerignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     assert ignore[0] == "**" and "!activities/**" in ignore

@@ -10,8 +10,17 @@ COMMANDS = sorted(cli.commands)
 
 
 def test_the_cli_has_every_command_of_the_issue() -> None:
-    assert COMMANDS == ["answer", "demo", "dev", "inspect", "list", "resolve", "run", "steer",
-                        "worker"]
+    assert COMMANDS == [
+        "answer",
+        "demo",
+        "dev",
+        "inspect",
+        "list",
+        "resolve",
+        "run",
+        "steer",
+        "worker",
+    ]
 
 
 def test_top_level_help_exits_0_and_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:

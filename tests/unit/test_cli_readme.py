@@ -12,8 +12,12 @@ import pytest
 from scope_temporal.cli import cli
 
 REPO = Path(__file__).resolve().parents[2]
-SECTIONS = ("## Quickstart: the demo", "## The CLI", "## Look at it in the Temporal UI",
-            "## Deploy")
+SECTIONS = (
+    "## Quickstart: the demo",
+    "## The CLI",
+    "## Look at it in the Temporal UI",
+    "## Deploy",
+)
 
 # Which test runs each documented command (as a subprocess, the way a user types it).
 RUN_BY = {

@@ -22,15 +22,22 @@ def test_the_app_loads_from_the_project_root_with_its_definitions() -> None:
     app = load_app(None)
     assert app.module == "workflows"
     assert [d.name for d in app.definitions] == ["ops", "summarizer"]
-    assert sorted(t.name for t in app.tools) == ["open_ticket", "read_runbook",
-                                                 "restart_service", "search_logs"]
+    assert sorted(t.name for t in app.tools) == [
+        "open_ticket",
+        "read_runbook",
+        "restart_service",
+        "search_logs",
+    ]
     ops = app.definitions[0]
     assert ops.max_concurrent_tool_calls >= 2
     assert [s.name for s in ops.tools.deferred] == ["open_ticket"]
     assert ops.delegate("summarize") is not None
     assert ops.completion_validator is not None
     assert {s.name: s.permission for s in ops.tools.tools} == {
-        "search_logs": "read", "read_runbook": "read", "restart_service": "exec"}
+        "search_logs": "read",
+        "read_runbook": "read",
+        "restart_service": "exec",
+    }
 
 
 def test_the_default_model_is_the_offline_planner_labelled_as_such(
@@ -43,9 +50,13 @@ def test_the_default_model_is_the_offline_planner_labelled_as_such(
     assert describe_model(model).startswith("offline rule-based planner (no LLM")
 
 
-@pytest.mark.parametrize("env", [{"OPENAI_API_KEY": "sk-test"},
-                                 {"SCOPE_MODEL_BASE_URL": "http://127.0.0.1:9/v1",
-                                  "SCOPE_MODEL": "llama3.1"}])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"OPENAI_API_KEY": "sk-test"},
+        {"SCOPE_MODEL_BASE_URL": "http://127.0.0.1:9/v1", "SCOPE_MODEL": "llama3.1"},
+    ],
+)
 def test_a_real_model_is_used_when_configured(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -69,7 +80,9 @@ async def test_the_ops_agent_investigates_asks_approval_delegates_and_is_validat
     wait = tree.pending_tool_inputs[0]
     assert wait.prompt.startswith("Restart payments-worker?")
     assert wait.response_schema["properties"]["approved"] == {
-        "type": "boolean", "description": "true to go ahead"}
+        "type": "boolean",
+        "description": "true to go ahead",
+    }
 
     await run.answer(wait, "approve", {"approved": True, "note": "go"})
     out = await run.result()
@@ -86,8 +99,7 @@ async def test_a_declined_restart_and_a_steer_change_the_report() -> None:
     wait = (await run.idle()).pending_tool_inputs[0]
     await run.answer(wait, "decline", {"approved": False, "note": "change freeze"})
     out = await run.result()
-    assert "failed: the operator declined the restart of payments-worker: change freeze" \
-        in out.text
+    assert "failed: the operator declined the restart of payments-worker: change freeze" in out.text
 
     run = await _runner().start("ops", [Message.user("checkout returns 502 errors")])
     await run.steer("s1", Message.user("do not restart anything"))

@@ -10,7 +10,7 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def block_under(heading: str) -> str:
-    section = README[README.index(heading):]
+    section = README[README.index(heading) :]
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match, heading
     return match.group(1)
