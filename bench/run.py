@@ -1,0 +1,382 @@
+"""scope-temporal benchmarks, each measured side by side in one run on one local dev server.
+
+    python bench/run.py            # full sizes (about 10 minutes on 2 cores)
+    python bench/run.py --quick    # a small version of each (under 3 minutes)
+    python bench/run.py --only overhead,history
+
+Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
+
+- overhead: workload W (bench/workload.py: 20 model turns, 3 instant read tools per
+  turn but the last) as a scope-temporal Interaction in each tool-call mapping and as a
+  minimal hand-written workflow running the same activities; median wall time of N runs
+  after a warm-up, the variants interleaved; plus Python CPU per run, workflow tasks and
+  root-history bytes per turn.
+- history: one Interaction of many rounds, each one tool returning about 1 KB; bytes
+  added to the root's history per round around round 10 and around round 200 (including
+  continue-as-new runs), and their ratio.
+- concurrency: 8 tools of 1 s each, window 8: wall time of the batch.
+- throughput: 100 Interactions of 3 rounds at once on one worker: rate, p50/p99 latency.
+- long: 1,000 model calls in one Interaction (continue-as-new on the way); peak memory.
+
+The dev server runs with the settings of `scope_temporal.testing.devserver` (one
+task-queue partition, `history.transferProcessorMaxPollRPS=1000`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import resource
+import statistics
+import sys
+import time  # deterministic: timing runs client-side, never in a workflow
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package
+
+from bench import workload
+from scope_temporal import (
+    Definition,
+    ModelRequest,
+    Response,
+    ScopeClient,
+    ScopeWorker,
+    ScriptedModel,
+    reply,
+    tool,
+)
+from scope_temporal.definition import ToolCallWorkflows
+from scope_temporal.names import MODEL_ACTIVITY, SEARCH_ATTRIBUTES
+from scope_temporal.testing.devserver import DEV_SERVER_ARGS, temporal_cli_path
+
+MODES: tuple[ToolCallWorkflows, ...] = ("always", "on_demand")
+
+
+def figure(name: str, value: float | int | str) -> None:
+    shown = f"{value:.2f}" if isinstance(value, float) else str(value)
+    print(f"{name}={shown}", flush=True)
+
+
+def queue(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"  # deterministic: client side
+
+
+async def root_events(client: Client, workflow_id: str) -> list[tuple[int, int, str]]:
+    """(event type, bytes, activity type or "") of every event of every run of
+    `workflow_id`, oldest run first."""
+    runs = [e async for e in client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+    runs.sort(key=lambda e: e.start_time)
+    events: list[tuple[int, int, str]] = []
+    for run in runs:
+        history = await client.get_workflow_handle(workflow_id, run_id=run.run_id).fetch_history()
+        events += [
+            (
+                e.event_type,
+                e.ByteSize(),
+                e.activity_task_scheduled_event_attributes.activity_type.name,
+            )
+            for e in history.events
+        ]
+    return events
+
+
+# --- overhead ---------------------------------------------------------------------------
+
+
+async def overhead(env: WorkflowEnvironment, runs: int) -> None:
+    client = env.client
+    flat_queue, scope_queue = queue("flat"), queue("scope")
+    definitions = [workload.definition(mode) for mode in MODES]
+    async with (
+        Worker(
+            client,
+            task_queue=flat_queue,
+            workflows=[workload.FlatWorkflow],
+            activities=[workload.flat_model, workload.flat_tool],
+        ),
+        ScopeWorker(
+            client,
+            task_queue=scope_queue,
+            definitions=definitions,
+            tools=[workload.lookup],
+            models={"default": ScriptedModel(workload.plan)},
+        ),
+    ):
+        scope = ScopeClient(client, task_queue=scope_queue)
+        last_ids: dict[str, str] = {}
+
+        async def flat() -> None:
+            workflow_id = f"flat-{uuid.uuid4().hex}"  # deterministic: client side
+            await client.execute_workflow(
+                workload.FlatWorkflow.run, workload.TURNS, id=workflow_id, task_queue=flat_queue
+            )
+            last_ids["flat"] = workflow_id
+
+        def interaction(mode: str) -> Callable[[], Awaitable[None]]:
+            async def one() -> None:
+                handle = await scope.start(f"w-{mode}", "go")
+                out = await handle.result()
+                assert out.model_calls == workload.TURNS, out
+                last_ids[mode] = handle.id
+
+            return one
+
+        variants: dict[str, Callable[[], Awaitable[None]]] = {"flat": flat}
+        variants.update({mode: interaction(mode) for mode in MODES})
+        for one in variants.values():
+            await one()  # warm up
+        walls: dict[str, list[float]] = {name: [] for name in variants}
+        cpus: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(runs):
+            for name, one in variants.items():
+                cpu, start = time.process_time(), time.perf_counter()
+                await one()
+                walls[name].append(time.perf_counter() - start)
+                cpus[name].append(time.process_time() - cpu)
+        base = statistics.median(walls["flat"])
+        for name in variants:
+            wall = statistics.median(walls[name])
+            figure(f"overhead_wall_ms_{name}", wall * 1000)
+            figure(f"overhead_cpu_ms_{name}", statistics.median(cpus[name]) * 1000)
+            if name != "flat":
+                figure(f"overhead_ratio_{name}", wall / base)
+        turns = workload.TURNS
+        for name, workflow_id in last_ids.items():
+            events = await root_events(client, workflow_id)
+            tasks = sum(
+                1 for t, _, _ in events if t == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+            )
+            figure(f"overhead_root_tasks_per_turn_{name}", tasks / turns)
+            figure(f"overhead_root_bytes_per_turn_{name}", sum(b for _, b, _ in events) // turns)
+        children = [
+            e
+            async for e in client.list_workflows(
+                f"WorkflowType = 'scope.ToolCall' AND RootWorkflowId = '{last_ids['always']}'"
+            )
+        ]
+        figure("overhead_tool_call_workflows_always", len(children))
+
+
+# --- history growth ---------------------------------------------------------------------
+
+
+KILOBYTE = "k" * 1000
+
+
+@tool(permission="read")
+def kilobyte(n: int) -> str:
+    """Return about 1 KB."""
+    return f"{n}:{KILOBYTE}"
+
+
+def kilobyte_plan(rounds: int) -> Callable[[ModelRequest], Response]:
+    def plan(request: ModelRequest) -> Response:
+        done = sum(1 for m in request.messages if m.role == "tool")
+        if done < rounds:
+            return reply.tool_calls(("kilobyte", {"n": done}))
+        return reply.text(f"{done} rounds")
+
+    return plan
+
+
+def bytes_per_round(events: list[tuple[int, int, str]]) -> list[int]:
+    """Root-history bytes each round added; a round starts where its model activity is
+    scheduled (a continue-as-new run's first event counts in the round it happened in)."""
+    starts = [i for i, (_, _, activity) in enumerate(events) if activity == MODEL_ACTIVITY]
+    return [sum(b for _, b, _ in events[a:z]) for a, z in itertools.pairwise(starts)]
+
+
+async def history(env: WorkflowEnvironment, rounds: int, early: int, late: int) -> None:
+    for mode in MODES:
+        name = f"history-{mode}"
+        definition = Definition(
+            name, tools=[kilobyte], max_model_calls=rounds + 2, tool_call_workflows=mode
+        )
+        task_queue = queue("history")
+        async with ScopeWorker(
+            env.client,
+            task_queue=task_queue,
+            definitions=[definition],
+            tools=[kilobyte],
+            models={"default": ScriptedModel(kilobyte_plan(rounds))},
+        ):
+            handle = await ScopeClient(env.client, task_queue=task_queue).start(name, "go")
+            await handle.result()
+        events = await root_events(env.client, handle.id)
+        per_round = bytes_per_round(events)
+        window = 10
+        at_early = statistics.mean(per_round[early - 1 : early - 1 + window])
+        at_late = statistics.mean(per_round[late - 1 : late - 1 + window])
+        runs = sum(1 for t, _, _ in events if t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED)
+        figure(f"history_bytes_per_round_at_{early}_{mode}", int(at_early))
+        figure(f"history_bytes_per_round_at_{late}_{mode}", int(at_late))
+        figure(f"history_growth_ratio_{mode}", at_late / at_early)
+        figure(f"history_runs_{mode}", runs)
+        figure(f"history_total_kb_{mode}", sum(b for _, b, _ in events) // 1000)
+
+
+# --- concurrency ------------------------------------------------------------------------
+
+
+@tool(permission="read")
+async def one_second(n: int) -> str:
+    """Take one second."""
+    await asyncio.sleep(1)
+    return f"slept {n}"
+
+
+async def concurrency(env: WorkflowEnvironment) -> None:
+    for mode in MODES:
+        name = f"wide-{mode}"
+        model = ScriptedModel(
+            lambda r: (
+                reply.text("done")
+                if any(m.role == "tool" for m in r.messages)
+                else reply.tool_calls(*[("one_second", {"n": i}) for i in range(8)])
+            )
+        )
+        definition = Definition(
+            name, tools=[one_second], max_concurrent_tool_calls=8, tool_call_workflows=mode
+        )
+        task_queue = queue("wide")
+        async with ScopeWorker(
+            env.client,
+            task_queue=task_queue,
+            definitions=[definition],
+            tools=[one_second],
+            models={"default": model},
+        ):
+            scope = ScopeClient(env.client, task_queue=task_queue)
+            await (await scope.start(name, "warm up")).result()
+            start = time.perf_counter()
+            await (await scope.start(name, "go")).result()
+            figure(f"concurrency_8x1s_wall_s_{mode}", time.perf_counter() - start)
+
+
+# --- throughput -------------------------------------------------------------------------
+
+
+async def throughput(env: WorkflowEnvironment, count: int) -> None:
+    for mode in MODES:
+        name = f"many-{mode}"
+        definition = Definition(
+            name, tools=[workload.lookup], max_model_calls=10, tool_call_workflows=mode
+        )
+        task_queue = queue("many")
+        async with ScopeWorker(
+            env.client,
+            task_queue=task_queue,
+            definitions=[definition],
+            tools=[workload.lookup],
+            models={"default": ScriptedModel(three_rounds)},
+        ):
+            scope = ScopeClient(env.client, task_queue=task_queue)
+            await (await scope.start(name, "warm up")).result()
+            latencies = await _latencies(scope, name, count)
+            elapsed = latencies.pop()
+        latencies.sort()
+        figure(f"throughput_per_s_{mode}", count / elapsed)
+        figure(f"throughput_p50_s_{mode}", latencies[len(latencies) // 2])
+        figure(f"throughput_p99_s_{mode}", latencies[min(len(latencies) - 1, count * 99 // 100)])
+
+
+async def _latencies(scope: ScopeClient, name: str, count: int) -> list[float]:
+    """Latency of each of `count` Interactions started at once, then the total wall time."""
+    latencies: list[float] = []
+
+    async def one() -> None:
+        start = time.perf_counter()
+        out = await (await scope.start(name, "go")).result()
+        assert out.model_calls == 4
+        latencies.append(time.perf_counter() - start)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(count)))
+    return [*latencies, time.perf_counter() - start]
+
+
+def three_rounds(request: ModelRequest) -> Response:
+    done = sum(1 for m in request.messages if m.role == "tool")
+    if done < 3:
+        return reply.tool_calls(("lookup", {"n": done}))
+    return reply.text("three rounds")
+
+
+# --- long run ---------------------------------------------------------------------------
+
+
+async def long_run(env: WorkflowEnvironment, model_calls: int) -> None:
+    mode = "on_demand"
+    definition = Definition(
+        "long", tools=[kilobyte], max_model_calls=model_calls, tool_call_workflows=mode
+    )
+    task_queue = queue("long")
+    async with ScopeWorker(
+        env.client,
+        task_queue=task_queue,
+        definitions=[definition],
+        tools=[kilobyte],
+        models={"default": ScriptedModel(kilobyte_plan(model_calls - 1))},
+    ):
+        start = time.perf_counter()
+        handle = await ScopeClient(env.client, task_queue=task_queue).start("long", "go")
+        out = await handle.result()
+        elapsed = time.perf_counter() - start
+    assert out.model_calls == model_calls, out
+    runs = [e async for e in env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    figure("long_model_calls", out.model_calls)
+    figure("long_wall_s", elapsed)
+    figure("long_runs", len(runs))
+    figure("long_peak_rss_mb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+# --- main -------------------------------------------------------------------------------
+
+
+ALL = ("overhead", "history", "concurrency", "throughput", "long")
+
+
+async def main(quick: bool, only: tuple[str, ...]) -> None:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli_path(),
+        dev_server_extra_args=list(DEV_SERVER_ARGS),
+        search_attributes=SEARCH_ATTRIBUTES,
+        data_converter=pydantic_data_converter,
+    )
+    try:
+        if "overhead" in only:
+            await overhead(env, runs=3 if quick else 5)
+        if "history" in only:
+            if quick:
+                await history(env, rounds=60, early=10, late=50)
+            else:
+                await history(env, rounds=215, early=10, late=200)
+        if "concurrency" in only:
+            await concurrency(env)
+        if "throughput" in only:
+            await throughput(env, count=20 if quick else 100)
+        if "long" in only:
+            await long_run(env, model_calls=100 if quick else 1000)
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, under 3 minutes")
+    parser.add_argument("--only", default=",".join(ALL), help=f"comma-separated: {','.join(ALL)}")
+    arguments = parser.parse_args()
+    chosen = tuple(x for x in arguments.only.split(",") if x)
+    unknown = sorted(set(chosen) - set(ALL))
+    if unknown:
+        parser.error(f"unknown benchmark(s) {unknown}; choose from {', '.join(ALL)}")
+    asyncio.run(main(arguments.quick, chosen))
