@@ -315,28 +315,32 @@ def three_rounds(request: ModelRequest) -> Response:
 
 
 async def long_run(env: WorkflowEnvironment, model_calls: int) -> None:
-    mode = "on_demand"
-    definition = Definition(
-        "long", tools=[kilobyte], max_model_calls=model_calls, tool_call_workflows=mode
-    )
-    task_queue = queue("long")
-    async with ScopeWorker(
-        env.client,
-        task_queue=task_queue,
-        definitions=[definition],
-        tools=[kilobyte],
-        models={"default": ScriptedModel(kilobyte_plan(model_calls - 1))},
-    ):
-        start = time.perf_counter()
-        handle = await ScopeClient(env.client, task_queue=task_queue).start("long", "go")
-        out = await handle.result()
-        elapsed = time.perf_counter() - start
-    assert out.model_calls == model_calls, out
-    runs = [e async for e in env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
-    figure("long_model_calls", out.model_calls)
-    figure("long_wall_s", elapsed)
-    figure("long_runs", len(runs))
-    figure("long_peak_rss_mb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    for mode in MODES:
+        name = f"long-{mode}"
+        definition = Definition(
+            name, tools=[kilobyte], max_model_calls=model_calls, tool_call_workflows=mode
+        )
+        task_queue = queue("long")
+        async with ScopeWorker(
+            env.client,
+            task_queue=task_queue,
+            definitions=[definition],
+            tools=[kilobyte],
+            models={"default": ScriptedModel(kilobyte_plan(model_calls - 1))},
+        ):
+            start = time.perf_counter()
+            handle = await ScopeClient(env.client, task_queue=task_queue).start(name, "go")
+            out = await handle.result()
+            elapsed = time.perf_counter() - start
+        assert out.model_calls == model_calls, out
+        runs = [e async for e in env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
+        figure(f"long_model_calls_{mode}", out.model_calls)
+        figure(f"long_wall_s_{mode}", elapsed)
+        figure(f"long_runs_{mode}", len(runs))
+        # the whole benchmark process: server client, worker and both Interactions so far
+        figure(
+            f"long_peak_rss_mb_{mode}", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        )
 
 
 # --- main -------------------------------------------------------------------------------
