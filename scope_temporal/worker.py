@@ -1,7 +1,7 @@
 """ScopeWorker: serves the Interaction and ToolCall workflows and the two activities.
 
 Users register Definitions, tools, models and reducers by name; the worker wires the
-pydantic data converter and the workflow sandbox so users never need to know either exists.
+pydantic data converter so users never need to know it exists.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import StorageDriver
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 from temporalio.workflow import NondeterminismError
 
 from scope_temporal.activities.model_call import ContextReducer
@@ -36,23 +35,6 @@ from scope_temporal.workflows import registry
 from scope_temporal.workflows.interaction import InteractionWorkflow
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
 
-# Passed through the sandbox, each for a reason:
-_PASSTHROUGH = (
-    # our own modules are deterministic and hold the Definition registry, which must be
-    # the very objects the worker registered (not a fresh, empty re-import)
-    "scope_temporal",
-    # pure libraries our workflow code uses: pydantic for every payload, jsonschema (and
-    # its dependencies) to validate arguments and answers; re-importing them per run is slow
-    "pydantic",
-    "pydantic_core",
-    "jsonschema",
-    "jsonschema_specifications",
-    "referencing",
-    "rpds",
-    "attrs",
-    "attr",
-)
-
 
 def with_pydantic_converter(client: Client, storage: StorageDriver | None = None) -> Client:
     """The same connection, with the pydantic JSON data converter every payload needs.
@@ -70,12 +52,6 @@ def with_pydantic_converter(client: Client, storage: StorageDriver | None = None
     config = client.config()
     config["data_converter"] = converter
     return Client(**config)
-
-
-def sandbox_runner() -> SandboxedWorkflowRunner:
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*_PASSTHROUGH)
-    )
 
 
 class ScopeWorker:
@@ -144,7 +120,6 @@ class ScopeWorker:
             task_queue=task_queue,
             workflows=[InteractionWorkflow, ToolCallWorkflow],
             activities=[activities.model, activities.tool, activities.record_digest],
-            workflow_runner=sandbox_runner(),
             sticky_queue_schedule_to_start_timeout=sticky_queue_schedule_to_start_timeout,
             # A non-determinism error (e.g. code changed under a running Interaction) fails
             # the workflow instead of retrying its task forever. Set on the worker, not on
@@ -213,4 +188,4 @@ def _check_bindings(
         )
 
 
-__all__ = ["ScopeWorker", "sandbox_runner", "with_pydantic_converter"]
+__all__ = ["ScopeWorker", "with_pydantic_converter"]

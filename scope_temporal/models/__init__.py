@@ -29,7 +29,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # Lazy so that the workflow sandbox, which imports this package, never loads openai.
+    # Lazy so that workflow-side code, which imports this package, never loads openai.
     if name == "OpenAIChatModel":
         from scope_temporal.models.openai import OpenAIChatModel
 

@@ -17,7 +17,6 @@ from temporalio.worker import Replayer, WorkflowReplayResult
 from scope_temporal.definition import Definition
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.storage import offloading_converter
-from scope_temporal.worker import sandbox_runner
 from scope_temporal.workflows import registry
 from scope_temporal.workflows.interaction import InteractionWorkflow
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
@@ -52,6 +51,5 @@ async def replay_history(
         data_converter=(
             pydantic_data_converter if storage is None else offloading_converter(storage)
         ),
-        workflow_runner=sandbox_runner(),
     )
     return await replayer.replay_workflow(history, raise_on_replay_failure=False)

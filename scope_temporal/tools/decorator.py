@@ -2,7 +2,7 @@
 
 Everything is checked when the decorator runs (at import time), so a bad declaration
 fails the worker's start, never a model's call. The decorator itself is pure (no
-`jsonschema` import): a module declaring tools may be imported inside the workflow sandbox.
+`jsonschema` import): a module declaring tools stays cheap to import on the workflow side.
 
 Sync bodies run in a worker thread (`asyncio.to_thread`) so a blocking tool never stalls
 the event loop that heartbeats the activity; a timeout or cancellation stops waiting for
@@ -256,7 +256,7 @@ def _explicit_schema(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     """A plain-JSON copy of an author-given schema after structural checks.
 
     The full meta-schema check needs `jsonschema`, which is not loaded here (this may run
-    in the workflow sandbox); a schema that passes these checks but is still invalid makes
+    on the workflow side); a schema that passes these checks but is still invalid makes
     each call's outcome unknown with code `tool.schema_invalid`.
     """
     if not isinstance(schema, Mapping) or schema.get("type") != "object":

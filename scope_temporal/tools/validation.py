@@ -1,7 +1,7 @@
 """Check JSON values against JSON schemas, with short errors written for a model to act on.
 
-`jsonschema` is imported lazily inside the functions: this module is also imported in
-Temporal's workflow sandbox, where only the pure parts may load at import time.
+`jsonschema` is imported lazily inside the functions: this module is also imported by
+workflow-side code, which loads only pure, light modules at import time.
 JSON text is decoded with the standard library, so integers of any size keep their
 exact value.
 """

@@ -1,8 +1,8 @@
 """Definitions registered by workers, found by the workflows by task queue and name.
 
-This module is passed through the workflow sandbox (see `worker.py`), so a workflow sees
-the very Definition objects the worker registered; they hold only frozen specs and pure
-functions, so reading them is deterministic.
+The workflows run unsandboxed in the worker's process (see `workflows/interaction.py`),
+so a workflow sees the very Definition objects the worker registered; they hold only
+frozen specs and pure functions, so reading them is deterministic.
 """
 
 from __future__ import annotations

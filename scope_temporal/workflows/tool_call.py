@@ -21,9 +21,12 @@ from scope_temporal.workflows.outcomes import update_rejection
 
 
 # ScopeError: deterministic framework errors fail the workflow with their code.
+# Not sandboxed: no user code runs here, and the sandbox would only cost CPU (see the
+# note on InteractionWorkflow).
 @workflow.defn(
     name=names.TOOL_CALL_WORKFLOW,
     failure_exception_types=[ScopeError],
+    sandboxed=False,
 )
 class ToolCallWorkflow:
     """The Tool call Process of one logical call."""
