@@ -9,8 +9,8 @@ Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
 - overhead: workload W (bench/workload.py: 20 model turns, 3 instant read tools per
   turn but the last) as a scope-temporal Interaction in each tool-call mapping and as a
   minimal hand-written workflow running the same activities; median wall time of N runs
-  after a warm-up, the variants interleaved; plus Python CPU per run, workflow tasks and
-  root-history bytes per turn.
+  after a warm-up, the variants interleaved; plus CPU per run (this Python process: client,
+  workers; and the dev server), workflow tasks and root-history bytes per turn.
 - history: one Interaction of many rounds, each one tool returning about 1 KB; bytes
   added to the root's history per round around round 10 and around round 200 (including
   continue-as-new runs), and their ratio.
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import os
 import resource
 import statistics
 import sys
@@ -64,6 +65,21 @@ MODES: tuple[ToolCallWorkflows, ...] = ("always", "on_demand")
 def figure(name: str, value: float | int | str) -> None:
     shown = f"{value:.2f}" if isinstance(value, float) else str(value)
     print(f"{name}={shown}", flush=True)
+
+
+def server_cpu_seconds() -> float:
+    """CPU time used so far by the dev server this process started (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # fields[1] is the parent pid; utime and stime are fields 14 and 15 of the line
+        if int(fields[1]) == os.getpid() and "temporal" in stat.parent.joinpath("comm").read_text():
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 def queue(prefix: str) -> str:
@@ -136,17 +152,20 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
             await one()  # warm up
         walls: dict[str, list[float]] = {name: [] for name in variants}
         cpus: dict[str, list[float]] = {name: [] for name in variants}
+        servers: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(runs):
             for name, one in variants.items():
-                cpu, start = time.process_time(), time.perf_counter()
+                cpu, server, start = time.process_time(), server_cpu_seconds(), time.perf_counter()
                 await one()
                 walls[name].append(time.perf_counter() - start)
                 cpus[name].append(time.process_time() - cpu)
+                servers[name].append(server_cpu_seconds() - server)
         base = statistics.median(walls["flat"])
         for name in variants:
             wall = statistics.median(walls[name])
             figure(f"overhead_wall_ms_{name}", wall * 1000)
             figure(f"overhead_cpu_ms_{name}", statistics.median(cpus[name]) * 1000)
+            figure(f"overhead_server_cpu_ms_{name}", statistics.median(servers[name]) * 1000)
             if name != "flat":
                 figure(f"overhead_ratio_{name}", wall / base)
         turns = workload.TURNS

@@ -45,15 +45,19 @@ T = TypeVar("T")
 
 
 async def _with_heartbeats(work: Awaitable[T], every: timedelta | None) -> T:
-    """Await `work`, heartbeating at a third of the heartbeat timeout meanwhile."""
+    """Await `work`, heartbeating every third of the heartbeat timeout meanwhile.
+
+    The first beat comes after one interval, not at once: the timeout counts from the
+    start, and an instant call then costs the server no heartbeat at all.
+    """
     if every is None:
         return await work
     interval = max(every.total_seconds() / 3, 0.2)
 
     async def beat() -> None:
         while True:
-            activity.heartbeat()
             await asyncio.sleep(interval)
+            activity.heartbeat()
 
     beating = asyncio.create_task(beat())
     try:
