@@ -22,6 +22,10 @@ RESUME = "scope.resume"
 
 SNAPSHOT_QUERY = "scope.snapshot"
 
+BARRIER_SCHEDULING_PATCH = "scope.scheduling.barriers"
+"""Patch id (`workflow.patched`): runs recorded without it schedule calls by the rules
+before sequential calls became barriers, so their histories still replay."""
+
 DEFAULT_TASK_QUEUE = "scope"
 
 DEFINITION_ATTRIBUTE = SearchAttributeKey.for_keyword("ScopeDefinition")

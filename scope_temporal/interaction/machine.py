@@ -17,8 +17,9 @@ The rules it keeps (DESIGN.md section 2):
     "not executed" result and the model is called again; any other finish fails.
  5. Unknown tools, unauthorised tools and invalid arguments settle at admission with a
     model-visible rejected result; no child starts (`rounds.py`).
- 6. Tool calls start within the scheduling window (`scheduling.py`); delegates start when
-    their round opens. The round commits, results in call order, only when every call
+ 6. Calls start as `scheduling.py` allows: parallel tools within the window, a
+    sequential or exclusive call alone (a barrier), delegates unless a barrier holds them
+    back. The round commits, results in call order, only when every call
     is definite. Advertisements commit only with a successful call (`rounds.py`).
  7. A candidate (a final reply, or a fully successful direct-result batch) completes only
     if no steer is pending and the completion validator accepts it; otherwise the model
@@ -83,12 +84,16 @@ class InteractionMachine:
     Args:
         definition: the Definition the state was started with (its digest must match).
         state: the full state, e.g. restored from continue-as-new.
+        barriers: schedule calls by today's rules; False only to replay a history recorded
+            before sequential calls became barriers (see `scheduling.py`).
 
     Raises:
         ProtocolError: `interaction.definition.changed` if the digests differ.
     """
 
-    def __init__(self, definition: Definition, state: InteractionState) -> None:
+    def __init__(
+        self, definition: Definition, state: InteractionState, *, barriers: bool = True
+    ) -> None:
         if state.digest != definition.digest:
             raise ProtocolError(
                 f"Definition {definition.name!r} changed since this Interaction started "
@@ -98,6 +103,7 @@ class InteractionMachine:
             )
         self.definition = definition
         self._state = state
+        self._barriers = barriers
 
     @classmethod
     def start(
@@ -108,11 +114,12 @@ class InteractionMachine:
         *,
         max_model_calls: int | None = None,
         capabilities: tuple[str, ...] | None = None,
+        barriers: bool = True,
     ) -> InteractionMachine:
         """A fresh Interaction: instructions (if any) then `messages` as working context.
 
         `max_model_calls` and `capabilities` (a parent's delegate budget and grant) can only
-        tighten the Definition's own.
+        tighten the Definition's own; `barriers` as in the constructor.
         """
         if not messages:
             raise InvalidSignal("An Interaction needs at least one message to start.")
@@ -131,7 +138,7 @@ class InteractionMachine:
             max_model_calls=limit,
             granted=tuple(sorted(granted)),
         )
-        return cls(definition, state)
+        return cls(definition, state, barriers=barriers)
 
     # --- reading ---------------------------------------------------------------------
 
@@ -310,7 +317,7 @@ class InteractionMachine:
             s.model.emitted = True
             return [CallModel(request=s.model.request)]
         if s.phase == "round" and s.round is not None:
-            return rounds.start_calls(self.definition, s, s.round)
+            return rounds.start_calls(self.definition, s, s.round, barriers=self._barriers)
         return []
 
     def _begin_model_call(self, s: InteractionState) -> list[Effect]:

@@ -1,10 +1,11 @@
 """One round: a model response's batch of tool and delegate calls, from admission to commit.
 
 Admission settles unknown tools, unauthorised tools and invalid arguments at once (no
-child, no body run). Tool calls start within the scheduling window; delegates start when
-the round opens. Each running call settles exactly once; the round commits, results in
-call order, when every call is definite. Pure functions over the state; `machine.py`
-applies them inside its fail-closed transitions.
+child, no body run). Calls start as the scheduler allows (`scheduling.py`: parallel tools
+within the window, barriers alone, delegates unless a barrier holds them back). Each
+running call settles exactly once; the round commits, results in call order, when every
+call is definite. Pure functions over the state; `machine.py` applies them inside its
+fail-closed transitions.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from scope_temporal.interaction.effects import (
     StartToolCall,
     ToolEffectRequest,
 )
-from scope_temporal.interaction.scheduling import startable
+from scope_temporal.interaction.scheduling import startable, startable_before_barriers
 from scope_temporal.interaction.snapshot import RoundResults
 from scope_temporal.interaction.state import CallSlot, InteractionState, OpenRound
 from scope_temporal.outputs import Artifact, Failure
@@ -103,37 +104,44 @@ def _admit_call_checked(
     )
 
 
-def start_calls(definition: Definition, s: InteractionState, round_: OpenRound) -> list[Effect]:
+def start_calls(
+    definition: Definition, s: InteractionState, round_: OpenRound, *, barriers: bool = True
+) -> list[Effect]:
+    """Start the calls the scheduler allows now (see `scheduling.py`); `barriers=False`
+    applies the superseded rules, for replaying histories recorded under them."""
+    schedule = startable if barriers else startable_before_barriers
     effects: list[Effect] = []
-    for slot in round_.slots:
-        if slot.target == "delegate" and slot.status == "pending":
-            slot.status = "running"
-            effects.append(_delegate_effect(definition, s, round_.model_call_seq, slot))
-    window = definition.max_concurrent_tool_calls
-    for index in startable(round_.slots, window):
+    for index in schedule(round_.slots, definition.max_concurrent_tool_calls):
         slot = round_.slots[index]
         slot.status = "running"
-        spec = rules.bound_tool(definition, s.advertised, slot.call.name)
-        assert spec is not None  # admission only lets bound tools through
-        effects.append(
-            StartToolCall(
-                request=ToolEffectRequest(
-                    definition=s.definition,
-                    digest=s.digest,
-                    process_id=slot.process_id or "",
-                    parent_id=s.process_id,
-                    effect_id=slot.effect_id,
-                    ref=tool_call_ref(s.process_id, round_.model_call_seq, slot.index),
-                    model_call_seq=round_.model_call_seq,
-                    call_index=slot.index,
-                    call=slot.call,
-                    tool=spec,
-                    granted=s.granted,
-                    deferred_tools=tuple(t.name for t in definition.tools.deferred),
-                )
-            )
-        )
+        if slot.target == "delegate":
+            effects.append(_delegate_effect(definition, s, round_.model_call_seq, slot))
+        else:
+            effects.append(_tool_effect(definition, s, round_.model_call_seq, slot))
     return effects
+
+
+def _tool_effect(
+    definition: Definition, s: InteractionState, seq: int, slot: CallSlot
+) -> StartToolCall:
+    spec = rules.bound_tool(definition, s.advertised, slot.call.name)
+    assert spec is not None  # admission only lets bound tools through
+    return StartToolCall(
+        request=ToolEffectRequest(
+            definition=s.definition,
+            digest=s.digest,
+            process_id=slot.process_id or "",
+            parent_id=s.process_id,
+            effect_id=slot.effect_id,
+            ref=tool_call_ref(s.process_id, seq, slot.index),
+            model_call_seq=seq,
+            call_index=slot.index,
+            call=slot.call,
+            tool=spec,
+            granted=s.granted,
+            deferred_tools=tuple(t.name for t in definition.tools.deferred),
+        )
+    )
 
 
 def _delegate_effect(

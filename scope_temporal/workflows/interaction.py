@@ -86,9 +86,11 @@ class InteractionWorkflow:
                 "worker.",
             )
             return
+        # Runs recorded before sequential calls became barriers replay by their old rules.
+        barriers = workflow.patched(names.BARRIER_SCHEDULING_PATCH)
         try:
             if input.state is not None:
-                self._machine = InteractionMachine(definition, input.state)
+                self._machine = InteractionMachine(definition, input.state, barriers=barriers)
             else:
                 self._machine = InteractionMachine.start(
                     definition,
@@ -96,6 +98,7 @@ class InteractionWorkflow:
                     list(input.messages),
                     max_model_calls=input.max_model_calls,
                     capabilities=input.capabilities,
+                    barriers=barriers,
                 )
         except ScopeError as error:
             self._startup_failure = Failure.of(error.code, error.message)
