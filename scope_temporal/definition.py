@@ -30,6 +30,10 @@ DEFAULT_DELEGATE_INPUT_SCHEMA: dict[str, Any] = {
 }
 
 
+DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+"""How soon a lost worker is noticed by default (model and tool calls)."""
+
+
 class _HasSpec(Protocol):
     @property
     def spec(self) -> ToolSpec: ...
@@ -156,6 +160,14 @@ def _capabilities(values: Iterable[str], owner: str) -> frozenset[str]:
 class Definition:
     """The immutable description of an Interaction. See API.md for every argument.
 
+    Timeouts bound how long an outcome may stay unproven before it becomes an unknown
+    Effect (never retried): `model_timeout` / `tool_timeout` (a tool's own `timeout`
+    wins) limit one call; `model_heartbeat_timeout` / `tool_heartbeat_timeout` (default
+    10 s; the activities heartbeat while the call runs) are how soon a lost worker is
+    noticed: about that long plus a second after it died. None turns heartbeats off, and
+    a lost worker is then noticed only at the call's timeout. Every timeout is part of
+    the digest.
+
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
             a tool or two delegates with one name, an invalid name, capabilities that are
@@ -179,9 +191,9 @@ class Definition:
         options: Options | None = None,
         output_schema: dict[str, Any] | None = None,
         model_timeout: timedelta = timedelta(minutes=5),
-        model_heartbeat_timeout: timedelta | None = None,
+        model_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
         tool_timeout: timedelta = timedelta(minutes=10),
-        tool_heartbeat_timeout: timedelta | None = timedelta(seconds=30),
+        tool_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
     ) -> None:
         if not name or "/" in name:
             raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")

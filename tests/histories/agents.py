@@ -3,6 +3,8 @@ here must make `test_checked_in_histories_replay` fail, which is the point)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from scope_temporal import (
     Definition,
     HostFailure,
@@ -39,6 +41,9 @@ recorded = Definition(
     instructions="You fix services.",
     tools=[read_status, restart, notify],
     max_concurrent_tool_calls=2,
+    # the heartbeat defaults when the histories were recorded: part of the digest
+    model_heartbeat_timeout=None,
+    tool_heartbeat_timeout=timedelta(seconds=30),
 )
 
 DEFINITIONS = [recorded]

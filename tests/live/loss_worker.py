@@ -68,6 +68,9 @@ DEFINITION = Definition(
     model_heartbeat_timeout=timedelta(seconds=2),
     tool_heartbeat_timeout=timedelta(seconds=2),
 )
+DEFAULTS = Definition("loss-defaults", tools=[quick, slow_write], max_concurrent_tool_calls=2)
+"""The same agent with every timeout left at its default."""
+DEFINITIONS = [DEFINITION, DEFAULTS]
 
 
 async def main(address: str, task_queue: str) -> None:
@@ -75,7 +78,7 @@ async def main(address: str, task_queue: str) -> None:
     worker = ScopeWorker(
         client,
         task_queue=task_queue,
-        definitions=[DEFINITION],
+        definitions=DEFINITIONS,
         tools=[quick, slow_write],
         models={"default": ScriptedModel(plan)},
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from scope_temporal import CompletionDecision, Definition, DefinitionError, Delegate, ToolSet, tool
@@ -87,3 +89,11 @@ def test_delegate_input_schema_must_be_an_object_schema_and_names_valid() -> Non
 def test_zero_concurrency_behaves_as_one_and_none_is_unlimited() -> None:
     assert build(max_concurrent_tool_calls=0).max_concurrent_tool_calls == 1
     assert build(max_model_calls=None).max_model_calls is None
+
+
+def test_c9_c43_model_and_tool_calls_heartbeat_by_default() -> None:
+    # a lost worker is noticed within the heartbeat timeout, not the 5-minute model timeout
+    definition = Definition("beats")
+    assert definition.model_heartbeat_timeout == timedelta(seconds=10)
+    assert definition.tool_heartbeat_timeout == timedelta(seconds=10)
+    assert definition.model_timeout == timedelta(minutes=5)
