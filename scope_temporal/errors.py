@@ -102,6 +102,16 @@ class DefinitionError(ScopeError, ValueError):
     default_code = DEFINITION_INVALID
 
 
+class InvalidInputRequest(ScopeError, TypeError):
+    """A tool called `require_tool_input` with a prompt, schema or state it cannot use.
+
+    Raised inside the tool (a bug in the tool); unless the tool handles it, the call's
+    outcome is unknown. Code `tool.schema_invalid` for the response schema.
+    """
+
+    default_code = TOOL_EXECUTION_FAILED
+
+
 class ProtocolError(ScopeError):
     """An input the state machine does not accept in its current state; nothing changed."""
 
