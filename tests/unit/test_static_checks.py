@@ -38,6 +38,8 @@ def test_every_name_api_md_promises_is_exported() -> None:
         "ScopeError", "InvalidToolInput", "SignalConflict", "NoSuchWait", "SettlementMismatch",
         "InteractionFailed", "TreeSnapshot", "PendingToolInput", "UnknownEffect",
         "RoundResults", "ResultEntry", "ActiveDelegate", "Output",
+        # added by issue 11: typed errors for an id in use and a bad input request
+        "InteractionAlreadyStarted", "InvalidInputRequest",
     }
     if API_MD.exists():  # every `from scope_temporal import a, b` line of API.md
         text = API_MD.read_text()
