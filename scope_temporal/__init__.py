@@ -4,6 +4,8 @@ Side effects never run twice and are never silently lost: every model and tool c
 non-retrying activity, and an ambiguous outcome becomes an unknown Effect the host settles.
 """
 
+from typing import TYPE_CHECKING
+
 from scope_temporal.chat import (
     FinishReason,
     Message,
@@ -61,6 +63,9 @@ from scope_temporal.tools import (
     tool_input_continuation,
 )
 from scope_temporal.worker import ScopeWorker
+
+if TYPE_CHECKING:  # the real class for type checkers; at run time see __getattr__
+    from scope_temporal.models.openai import OpenAIChatModel
 
 
 def __getattr__(name: str) -> object:
