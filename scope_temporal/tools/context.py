@@ -115,7 +115,9 @@ def current_tool_call() -> ToolInvocation:
     return _current().invocation
 
 
-def require_tool_input(prompt: object, response_schema: object, state: Any = None) -> NoReturn:
+def require_tool_input(
+    prompt: object, response_schema: Mapping[str, Any], state: Any = None
+) -> NoReturn:
     """Stop this call and wait for the host to answer `prompt`.
 
     The call's outcome becomes `InputRequired`; its Process waits, siblings go on. When

@@ -18,7 +18,8 @@ Permission = Literal["read", "write", "exec"]
 """What a tool may do. `exec` is the default because it is the safest to assume."""
 
 Execution = Literal["auto", "parallel", "sequential", "exclusive"]
-"""How a call may overlap others: `auto` means read -> parallel, write/exec -> sequential."""
+"""How a call may overlap others: `auto` means read -> parallel, write/exec -> sequential.
+Sequential and exclusive calls are barriers: nothing else of their batch runs beside them."""
 
 SchedulingClass = Literal["parallel", "sequential", "exclusive"]
 
@@ -65,7 +66,7 @@ class ToolSpec(BaseModel):
 
     @property
     def scheduling_class(self) -> SchedulingClass:
-        """The resolved policy: parallel, sequential (one at a time) or exclusive (alone)."""
+        """The resolved policy: parallel, or a barrier (sequential / exclusive)."""
         return scheduling_class(self.permission, self.execution)
 
 
