@@ -4,6 +4,8 @@ Side effects never run twice and are never silently lost: every model and tool c
 non-retrying activity, and an ambiguous outcome becomes an unknown Effect the host settles.
 """
 
+from typing import TYPE_CHECKING
+
 from scope_temporal.chat import (
     FinishReason,
     Message,
@@ -17,9 +19,11 @@ from scope_temporal.client import InteractionHandle, ScopeClient
 from scope_temporal.definition import Definition, Delegate, ToolSet
 from scope_temporal.errors import (
     DefinitionError,
+    InteractionAlreadyStarted,
     InteractionCanceled,
     InteractionFailed,
     InteractionNotFound,
+    InvalidInputRequest,
     InvalidSignal,
     InvalidToolInput,
     NoSuchWait,
@@ -60,6 +64,9 @@ from scope_temporal.tools import (
 )
 from scope_temporal.worker import ScopeWorker
 
+if TYPE_CHECKING:  # the real class for type checkers; at run time see __getattr__
+    from scope_temporal.models.openai import OpenAIChatModel
+
 
 def __getattr__(name: str) -> object:
     if name == "OpenAIChatModel":  # imports `openai` only when asked for
@@ -80,10 +87,12 @@ __all__ = [
     "DirectoryStorage",
     "FinishReason",
     "HostFailure",
+    "InteractionAlreadyStarted",
     "InteractionCanceled",
     "InteractionFailed",
     "InteractionHandle",
     "InteractionNotFound",
+    "InvalidInputRequest",
     "InvalidSignal",
     "InvalidToolInput",
     "Message",

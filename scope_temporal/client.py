@@ -23,7 +23,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.converter import StorageDriver
-from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.exceptions import ApplicationError, CancelledError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from scope_temporal import errors, names
@@ -130,6 +130,10 @@ class ScopeClient:
             continue_as_new_every: also continue-as-new after this many model calls per
                 run (Temporal's own suggestion always applies); the state, the steer
                 mailbox and every counter carry over, so the outcome is the same.
+
+        Raises:
+            InteractionAlreadyStarted: a workflow with that id is running (code
+                `interaction.id.in_use`); nothing was started.
         """
         if isinstance(messages, str):
             messages = [Message.user(messages)]
@@ -143,19 +147,26 @@ class ScopeClient:
                     SearchAttributePair(names.STATUS_ATTRIBUTE, "running"),
                 ]
             )
-        await self.client.start_workflow(
-            names.INTERACTION_WORKFLOW,
-            InteractionInput(
-                definition=definition,
-                messages=tuple(messages),
-                track_status=track,
-                continue_as_new_every=continue_as_new_every,
-            ),
-            id=workflow_id,
-            task_queue=self.task_queue,
-            search_attributes=search_attributes,
-            static_summary=f"{definition}: {messages[0].text[:60]}" if messages else definition,
-        )
+        try:
+            await self.client.start_workflow(
+                names.INTERACTION_WORKFLOW,
+                InteractionInput(
+                    definition=definition,
+                    messages=tuple(messages),
+                    track_status=track,
+                    continue_as_new_every=continue_as_new_every,
+                ),
+                id=workflow_id,
+                task_queue=self.task_queue,
+                search_attributes=search_attributes,
+                static_summary=f"{definition}: {messages[0].text[:60]}" if messages else definition,
+            )
+        except WorkflowAlreadyStartedError:
+            raise errors.InteractionAlreadyStarted(
+                f"A workflow with id {workflow_id!r} is already running in namespace "
+                f"{self.client.namespace!r}; nothing was started. Pick another id, or reach "
+                f"the running one with get_handle({workflow_id!r})."
+            ) from None
         return self.get_handle(workflow_id)
 
     def get_handle(self, id: str) -> InteractionHandle:

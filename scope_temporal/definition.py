@@ -3,7 +3,9 @@
 A Definition holds only frozen specs, schemas and pure functions (the completion
 validator); never a tool body or a model client. It is validated when built, so a bad
 declaration fails at import time of the user's module, not mid-run, and it carries a
-digest of its configuration that the workflow records and checks on replay.
+digest of its configuration that the workflow records and checks on replay. Definitions,
+ToolSets and Delegates are immutable, down to the schemas they hold (`frozen.py`), so
+the digest can never go stale.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from scope_temporal.chat import Options
 from scope_temporal.errors import DefinitionError
+from scope_temporal.frozen import Frozen, freeze_json
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.tools.spec import PERMISSIONS, ToolSpec, is_provider_tool_name
 from scope_temporal.tools.validation import check_schema
@@ -28,12 +31,18 @@ workflow. `on_demand`: a call first runs as a `scope.tool` activity of the Inter
 becomes a child workflow only when it needs one (an input wait, an unknown outcome); the
 same guarantees, fewer workflow tasks per call."""
 
-DEFAULT_DELEGATE_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"task": {"type": "string", "description": "What the delegate should do."}},
-    "required": ["task"],
-    "additionalProperties": False,
-}
+DEFAULT_DELEGATE_INPUT_SCHEMA: dict[str, Any] = freeze_json(
+    {
+        "type": "object",
+        "properties": {"task": {"type": "string", "description": "What the delegate should do."}},
+        "required": ["task"],
+        "additionalProperties": False,
+    }
+)
+
+
+DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+"""How soon a lost worker is noticed by default (model and tool calls)."""
 
 
 class _HasSpec(Protocol):
@@ -45,7 +54,7 @@ def _spec_of(item: ToolSpec | _HasSpec) -> ToolSpec:
     return item if isinstance(item, ToolSpec) else item.spec
 
 
-class ToolSet:
+class ToolSet(Frozen):
     """A named set of tools a Definition binds; `deferred` ones are hidden until advertised.
 
     Args:
@@ -78,6 +87,7 @@ class ToolSet:
             seen.add(spec.name)
         self.tools: tuple[ToolSpec, ...] = tuple(ordinary)
         self.deferred: tuple[ToolSpec, ...] = tuple(deferred_specs)
+        self._freeze()
 
     def get(self, tool_name: str) -> ToolSpec | None:
         for spec in self.tools + self.deferred:
@@ -90,7 +100,7 @@ class ToolSet:
         return tuple(s.name for s in self.tools + self.deferred)
 
 
-class Delegate:
+class Delegate(Frozen):
     """A model-visible binding to another Definition, run as a child workflow.
 
     Args:
@@ -129,7 +139,8 @@ class Delegate:
         self.definition = definition
         self.max_model_calls = max_model_calls
         self.capabilities = None if capabilities is None else _capabilities(capabilities, name)
-        self.input_schema = schema
+        self.input_schema: dict[str, Any] = freeze_json(schema)
+        self._freeze()
 
     def declaration(self) -> dict[str, Any]:
         return {
@@ -149,6 +160,12 @@ def _check_schema(owner: str, schema: dict[str, Any]) -> None:
         raise DefinitionError(f"{owner}: invalid JSON schema: {error.message}") from None
 
 
+def _frozen_options(options: Options) -> Options:
+    """The options with the values of any extra (provider-specific) fields frozen."""
+    extra = options.model_extra or {}
+    return options.model_copy(update={k: freeze_json(v) for k, v in extra.items()})
+
+
 def _capabilities(values: Iterable[str], owner: str) -> frozenset[str]:
     caps = frozenset(values)
     unknown = caps - PERMISSIONS
@@ -159,8 +176,16 @@ def _capabilities(values: Iterable[str], owner: str) -> frozenset[str]:
     return caps
 
 
-class Definition:
+class Definition(Frozen):
     """The immutable description of an Interaction. See API.md for every argument.
+
+    Timeouts bound how long an outcome may stay unproven before it becomes an unknown
+    Effect (never retried): `model_timeout` / `tool_timeout` (a tool's own `timeout`
+    wins) limit one call; `model_heartbeat_timeout` / `tool_heartbeat_timeout` (default
+    10 s; the activities heartbeat while the call runs) are how soon a lost worker is
+    noticed: about that long plus a second after it died. None turns heartbeats off, and
+    a lost worker is then noticed only at the call's timeout. Every timeout is part of
+    the digest.
 
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
@@ -185,9 +210,9 @@ class Definition:
         options: Options | None = None,
         output_schema: dict[str, Any] | None = None,
         model_timeout: timedelta = timedelta(minutes=5),
-        model_heartbeat_timeout: timedelta | None = None,
+        model_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
         tool_timeout: timedelta = timedelta(minutes=10),
-        tool_heartbeat_timeout: timedelta | None = timedelta(seconds=30),
+        tool_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
         tool_call_workflows: ToolCallWorkflows = "always",
     ) -> None:
         if not name or "/" in name:
@@ -243,8 +268,8 @@ class Definition:
         self.max_concurrent_tool_calls = max(1, max_concurrent_tool_calls)
         self.completion_validator = completion_validator
         self.context_reducer = context_reducer
-        self.options = options or Options()
-        self.output_schema = output_schema
+        self.options = _frozen_options(options or Options())
+        self.output_schema: dict[str, Any] | None = freeze_json(output_schema)
         self.model_timeout = model_timeout
         self.model_heartbeat_timeout = model_heartbeat_timeout
         self.tool_timeout = tool_timeout
@@ -253,6 +278,7 @@ class Definition:
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
+        self._freeze()
 
     def delegate(self, delegate_name: str) -> Delegate | None:
         for delegate in self.delegates:

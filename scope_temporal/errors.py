@@ -24,6 +24,7 @@ DEFINITION_UNKNOWN = "interaction.definition.unknown"
 DEFINITION_CHANGED = "interaction.definition.changed"
 REPLAY_DIVERGED = "interaction.replay.diverged"
 NOT_FOUND = "interaction.not_found"
+ID_IN_USE = "interaction.id.in_use"
 CANCELED = "interaction.canceled"
 SETTLEMENT_MISMATCH = "interaction.settlement.mismatch"
 PAYLOAD_TOO_LARGE = "interaction.payload.too_large"
@@ -54,6 +55,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     DEFINITION_CHANGED: "host",
     REPLAY_DIVERGED: "host",
     NOT_FOUND: "contract",
+    ID_IN_USE: "contract",
     CANCELED: "canceled",
     SETTLEMENT_MISMATCH: "contract",
     PAYLOAD_TOO_LARGE: "host",
@@ -102,6 +104,16 @@ class DefinitionError(ScopeError, ValueError):
     default_code = DEFINITION_INVALID
 
 
+class InvalidInputRequest(ScopeError, TypeError):
+    """A tool called `require_tool_input` with a prompt, schema or state it cannot use.
+
+    Raised inside the tool (a bug in the tool); unless the tool handles it, the call's
+    outcome is unknown. Code `tool.schema_invalid` for the response schema.
+    """
+
+    default_code = TOOL_EXECUTION_FAILED
+
+
 class ProtocolError(ScopeError):
     """An input the state machine does not accept in its current state; nothing changed."""
 
@@ -148,6 +160,12 @@ class InteractionNotFound(ScopeError):
     """No Interaction has that id in this namespace."""
 
     default_code = NOT_FOUND
+
+
+class InteractionAlreadyStarted(ScopeError):
+    """A workflow with that id is already running; nothing was started."""
+
+    default_code = ID_IN_USE
 
 
 class InteractionFailed(ScopeError):

@@ -6,10 +6,11 @@ command carrying one fails the workflow task again and again. With external stor
 and only a reference is kept. Either way scope-temporal checks every payload it creates
 against a configured limit first:
 
-- a tool result over the limit: the call settles *failed*, model-visible, naming the tool
-  (the tool did run; its result could not be kept);
-- a model response over the limit: the model Effect is *unknown* (nothing can be proven
-  about a response that cannot be recorded), held for the host;
+- a tool outcome over the limit: the call's Effect is *unknown* (code
+  `interaction.payload.too_large`, naming the tool), held with its request for the host:
+  the tool did run, so a retry would repeat its side effects;
+- a model response over the limit: the model Effect is *unknown* likewise (nothing can
+  be proven about a response that cannot be recorded);
 - a model request or tool-call input over the limit (e.g. a context that kept growing):
   the Interaction fails with `interaction.payload.too_large`, naming the model or tool.
 """

@@ -23,7 +23,7 @@ from scope_temporal.activities.model_input import (
     RequestMismatch,
 )
 from scope_temporal.activities.tool_attempt import run_tool_attempt
-from scope_temporal.chat import Message, ToolResult
+from scope_temporal.chat import Message
 from scope_temporal.context_refs import ContextRef
 from scope_temporal.errors import PAYLOAD_TOO_LARGE
 from scope_temporal.interaction.effects import ModelHostFailed, ModelResponded, ModelUnknown
@@ -37,7 +37,7 @@ from scope_temporal.payloads import (
     ToolActivityInput,
 )
 from scope_temporal.tools.middleware import Middleware
-from scope_temporal.tools.outcome import Failed, ToolOutcome
+from scope_temporal.tools.outcome import ToolOutcome, Unknown
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.workflows import registry
 
@@ -124,7 +124,11 @@ class ScopeActivities:
 
     @activity.defn(name=names.TOOL_ACTIVITY)
     async def tool(self, input: ToolActivityInput) -> ToolOutcome:
-        """Enter the tool body once; see `run_tool_attempt` for the classification."""
+        """Enter the tool body once; see `run_tool_attempt` for the classification.
+
+        An outcome over the payload limit becomes `Unknown(interaction.payload.too_large)`:
+        the body ran, so only the host may settle the call (see `payload_limits`).
+        """
         outcome = await _with_heartbeats(
             run_tool_attempt(input.attempt, self.tools, self.middleware, self.observers),
             input.heartbeat,
@@ -132,21 +136,18 @@ class ScopeActivities:
         size = size_of(outcome)
         if size <= self.payload_limit:
             return outcome
-        call = input.attempt.request.call
-        return Failed(
-            result=ToolResult(
-                call_id=call.id,
-                name=call.name,
-                content=too_large(
-                    f"The result of tool {call.name!r}",
-                    size,
-                    self.payload_limit,
-                    "The tool ran, but its result could not be kept. Ask for less, or "
-                    "have the tool store large output elsewhere and return a reference.",
-                ),
-                is_error=True,
-            ),
+        # The body ran (its side effects happened) but its outcome cannot be recorded:
+        # unknown, so the host settles it from the retained request; never re-run.
+        return Unknown(
             code=PAYLOAD_TOO_LARGE,
+            diagnostic=too_large(
+                f"The {outcome.kind} outcome of tool {input.attempt.request.call.name!r}",
+                size,
+                self.payload_limit,
+                "The tool ran, but its outcome was not recorded; settle the effect by hand. "
+                "Have the tool return less (or store large output elsewhere and return a "
+                "reference), or give the worker storage= to offload large payloads.",
+            ),
         )
 
 

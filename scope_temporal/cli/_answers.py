@@ -74,7 +74,7 @@ class Terminal:
 
     async def __call__(self, wait: PendingToolInput, tool_name: str) -> Any | None:
         schema = wait.response_schema
-        click.echo(f"? {tool_name} asks: {wait.prompt}")
+        click.echo(f"? {tool_name} asks: {wait.prompt_text}")
         if self.auto_approve and is_approval(schema):
             answer: dict[str, Any] = {"approved": True}
             if "note" in (schema.get("properties") or {}):

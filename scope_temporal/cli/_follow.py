@@ -238,7 +238,7 @@ class Follower:
                 self._say(
                     wait.process_id,
                     [
-                        f"? {name} asks: {wait.prompt}",
+                        f"? {name} asks: {wait.prompt_text}",
                         f"{INDENT}answer it with: "
                         f"{answer_command(self.handle.id, wait, self.command_args)}",
                     ],

@@ -255,7 +255,7 @@ class _TreeText:
         ]
         for wait in child.pending_tool_inputs:
             lines += [
-                f"{pad}{INDENT}? input wait {wait.wait_id}: {shorten(wait.prompt, 80)}",
+                f"{pad}{INDENT}? input wait {wait.wait_id}: {shorten(wait.prompt_text, 80)}",
                 f"{pad}{INDENT * 2}schema: {schema_hint(wait.response_schema)}",
                 f"{pad}{INDENT * 2}answer: {answer_command(self.root_id, wait, self.extra)}",
             ]

@@ -17,8 +17,9 @@ The rules it keeps (DESIGN.md section 2):
     "not executed" result and the model is called again; any other finish fails.
  5. Unknown tools, unauthorised tools and invalid arguments settle at admission with a
     model-visible rejected result; no child starts (`rounds.py`).
- 6. Tool calls start within the scheduling window (`scheduling.py`); delegates start when
-    their round opens. The round commits, results in call order, only when every call
+ 6. Calls start as `scheduling.py` allows: parallel tools within the window, a
+    sequential or exclusive call alone (a barrier), delegates unless a barrier holds them
+    back. The round commits, results in call order, only when every call
     is definite. Advertisements commit only with a successful call (`rounds.py`).
  7. A candidate (a final reply, or a fully successful direct-result batch) completes only
     if no steer is pending and the completion validator accepts it; otherwise the model

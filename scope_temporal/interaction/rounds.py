@@ -1,10 +1,11 @@
 """One round: a model response's batch of tool and delegate calls, from admission to commit.
 
 Admission settles unknown tools, unauthorised tools and invalid arguments at once (no
-child, no body run). Tool calls start within the scheduling window; delegates start when
-the round opens. Each running call settles exactly once; the round commits, results in
-call order, when every call is definite. Pure functions over the state; `machine.py`
-applies them inside its fail-closed transitions.
+child, no body run). Calls start as the scheduler allows (`scheduling.py`: parallel tools
+within the window, barriers alone, delegates unless a barrier holds them back). Each
+running call settles exactly once; the round commits, results in call order, when every
+call is definite. Pure functions over the state; `machine.py` applies them inside its
+fail-closed transitions.
 """
 
 from __future__ import annotations
@@ -104,33 +105,36 @@ def _admit_call_checked(
 
 
 def start_calls(definition: Definition, s: InteractionState, round_: OpenRound) -> list[Effect]:
+    """Start the calls the scheduler allows now (see `scheduling.py`)."""
     effects: list[Effect] = []
-    for slot in round_.slots:
-        if slot.target == "delegate" and slot.status == "pending":
-            slot.status = "running"
-            effects.append(_delegate_effect(definition, s, round_.model_call_seq, slot))
-    window = definition.max_concurrent_tool_calls
-    for index in startable(round_.slots, window):
+    for index in startable(round_.slots, definition.max_concurrent_tool_calls):
         slot = round_.slots[index]
         slot.status = "running"
-        effects.append(
-            StartToolCall(
-                request=ToolEffectRequest(
-                    definition=s.definition,
-                    digest=s.digest,
-                    process_id=slot.process_id or "",
-                    parent_id=s.process_id,
-                    effect_id=slot.effect_id,
-                    ref=tool_call_ref(s.process_id, round_.model_call_seq, slot.index),
-                    model_call_seq=round_.model_call_seq,
-                    call_index=slot.index,
-                    call=slot.call,
-                    granted=s.granted,
-                    deferred_tools=tuple(t.name for t in definition.tools.deferred),
-                )
-            )
-        )
+        if slot.target == "delegate":
+            effects.append(_delegate_effect(definition, s, round_.model_call_seq, slot))
+        else:
+            effects.append(_tool_effect(definition, s, round_.model_call_seq, slot))
     return effects
+
+
+def _tool_effect(
+    definition: Definition, s: InteractionState, seq: int, slot: CallSlot
+) -> StartToolCall:
+    return StartToolCall(
+        request=ToolEffectRequest(
+            definition=s.definition,
+            digest=s.digest,
+            process_id=slot.process_id or "",
+            parent_id=s.process_id,
+            effect_id=slot.effect_id,
+            ref=tool_call_ref(s.process_id, seq, slot.index),
+            model_call_seq=seq,
+            call_index=slot.index,
+            call=slot.call,
+            granted=s.granted,
+            deferred_tools=tuple(t.name for t in definition.tools.deferred),
+        )
+    )
 
 
 def _delegate_effect(

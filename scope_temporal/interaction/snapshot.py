@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -49,9 +50,17 @@ class PendingToolInput(_Frozen):
 
     process_id: str
     wait_id: str
-    prompt: str
+    prompt: Any
+    """What the tool asks: a string, or any JSON value the tool passed."""
     response_schema: dict[str, Any]
     ref: str
+
+    @property
+    def prompt_text(self) -> str:
+        """The prompt for a person: a string as is, any other value as compact JSON."""
+        if isinstance(self.prompt, str):
+            return self.prompt
+        return json.dumps(self.prompt, ensure_ascii=False, separators=(",", ":"))
 
 
 class UnknownEffect(_Frozen):

@@ -58,7 +58,8 @@ class _State(BaseModel):
 
 class OpenWait(_State):
     wait_id: str
-    prompt: str
+    prompt: Any
+    """A string or any JSON value (see `require_tool_input`)."""
     response_schema: dict[str, Any]
     state: Any = None
 

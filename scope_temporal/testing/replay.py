@@ -7,14 +7,26 @@ changed Definition shows up as `result.replay_failure`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
+from typing import Any
 
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import StorageDriver
-from temporalio.worker import Replayer, WorkflowReplayResult
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import (
+    ExecuteWorkflowInput,
+    Interceptor,
+    Replayer,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+    WorkflowReplayResult,
+)
 
+from scope_temporal import errors
 from scope_temporal.definition import Definition
+from scope_temporal.errors import ScopeError
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.storage import offloading_converter
 from scope_temporal.workflows import registry
@@ -43,13 +55,48 @@ async def replay_history(
         payload_limit_bytes: the recording worker's limit (its checks run in the workflow).
         storage: the external storage the recording worker offloaded payloads to, if any.
 
-    Never raises for a replay failure: inspect `result.replay_failure`.
+    Never raises for a replay failure: inspect `result.replay_failure`. When the replay
+    failed because the workflow itself ended with a classified failure where the history
+    goes on (e.g. `interaction.definition.changed`), `replay_failure` is a `ScopeError`
+    with that `.code`, caused by Temporal's non-determinism error; otherwise it is the
+    error Temporal reported.
     """
     registry.register(registry.REPLAY_QUEUE, list(definitions), payload_limit=payload_limit_bytes)
+    failures = _ClassifiedFailures()
     replayer = Replayer(
         workflows=[InteractionWorkflow, ToolCallWorkflow],
         data_converter=(
             pydantic_data_converter if storage is None else offloading_converter(storage)
         ),
+        interceptors=[failures],
     )
-    return await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    if result.replay_failure is None or not failures.seen:
+        return result
+    code, message = failures.seen[-1]
+    explained = ScopeError(f"The replay ended the workflow with {code}: {message}", code=code)
+    explained.__cause__ = result.replay_failure
+    return dataclasses.replace(result, replay_failure=explained)
+
+
+class _ClassifiedFailures(Interceptor):
+    """Notes each classified failure (`errors` code) a replayed workflow ends with."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        seen = self.seen
+
+        class Noting(WorkflowInboundInterceptor):
+            async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+                try:
+                    return await super().execute_workflow(input)
+                except ApplicationError as error:
+                    if error.type in errors.CODE_KINDS:
+                        seen.append((error.type, error.message))
+                    raise
+
+        return Noting

@@ -12,7 +12,7 @@ raise `RuntimeError`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -21,7 +21,9 @@ from typing import Any, NoReturn
 from pydantic import BaseModel, ConfigDict
 
 from scope_temporal.chat import ToolCall
+from scope_temporal.errors import TOOL_SCHEMA_INVALID, DefinitionError, InvalidInputRequest
 from scope_temporal.tools.failures import ToolFailure
+from scope_temporal.tools.output import json_form
 from scope_temporal.tools.validation import check_schema
 
 __all__ = [
@@ -69,9 +71,10 @@ class ToolInputRequired(Exception):
     """Raised by `require_tool_input`; the executor turns it into an `InputRequired` outcome.
 
     Tool code should let it propagate (do not catch it with a bare `except Exception`).
+    `prompt` and `state` are in JSON form, `response_schema` a checked JSON schema.
     """
 
-    def __init__(self, prompt: str, response_schema: dict[str, Any], state: Any) -> None:
+    def __init__(self, prompt: Any, response_schema: dict[str, Any], state: Any) -> None:
         super().__init__(prompt)
         self.prompt = prompt
         self.response_schema = response_schema
@@ -112,28 +115,58 @@ def current_tool_call() -> ToolInvocation:
     return _current().invocation
 
 
-def require_tool_input(prompt: str, response_schema: dict[str, Any], state: Any = None) -> NoReturn:
+def require_tool_input(
+    prompt: object, response_schema: Mapping[str, Any], state: Any = None
+) -> NoReturn:
     """Stop this call and wait for the host to answer `prompt`.
 
     The call's outcome becomes `InputRequired`; its Process waits, siblings go on. When
     the host answers (validated against `response_schema`), the tool is entered again
     from the start and `tool_input_continuation()` returns `(state, response)`. Side
     effects before this call happen again on re-entry unless the tool skips them using
-    the continuation state.
+    the continuation state. The arguments are checked here, before anything is sent.
 
     Args:
-        prompt: The question shown to the host/user.
-        response_schema: JSON schema the answer must satisfy.
+        prompt: What the host/user is asked: a string, or any JSON-serialisable value
+            (e.g. a dict of fields to show; the CLI renders it as compact JSON). It is
+            kept in JSON form.
+        response_schema: JSON schema (a dict) the answer must satisfy.
         state: JSON-serialisable data handed back on re-entry (integers keep precision).
 
     Raises:
-        ToolInputRequired: always; let it propagate.
-        DefinitionError: (code `tool.schema_invalid`) `response_schema` is invalid.
+        ToolInputRequired: always, once the arguments are valid; let it propagate.
+        InvalidInputRequest: a `TypeError`: `prompt` or `state` is not JSON-serialisable,
+            or `response_schema` is not a dict holding a valid JSON schema (code
+            `tool.schema_invalid`). Unhandled, it makes the call's outcome unknown.
         RuntimeError: called outside a tool call.
     """
     _current()
-    check_schema(response_schema)
-    raise ToolInputRequired(prompt, dict(response_schema), state)
+    json_prompt = _json_argument("prompt", prompt)
+    json_state = _json_argument("state", state)
+    if not isinstance(response_schema, Mapping):
+        raise InvalidInputRequest(
+            "require_tool_input: response_schema must be a dict holding a JSON schema, not "
+            f"{type(response_schema).__name__}",
+            code=TOOL_SCHEMA_INVALID,
+        )
+    try:
+        check_schema(response_schema)
+    except DefinitionError as error:
+        raise InvalidInputRequest(
+            f"require_tool_input: response_schema is not valid: {error.message}",
+            code=TOOL_SCHEMA_INVALID,
+        ) from None
+    raise ToolInputRequired(json_prompt, dict(response_schema), json_state)
+
+
+def _json_argument(name: str, value: object) -> Any:
+    try:
+        return json_form(value)
+    except ValueError as error:  # pydantic_core: not serialisable, or circular
+        raise InvalidInputRequest(
+            f"require_tool_input: {name} must be JSON-serialisable (a str, number, bool, "
+            f"None, list, dict or pydantic model), not {type(value).__name__}: {error}"
+        ) from None
 
 
 def tool_input_continuation() -> tuple[Any, Any] | None:

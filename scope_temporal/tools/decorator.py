@@ -157,7 +157,8 @@ def tool(
         permission: `read`, `write` or `exec` (default: the safest assumption). A Process
             must hold it for the body to run.
         execution: `auto` (read -> parallel, others sequential), `parallel`, `sequential`
-            or `exclusive` (alone in its batch).
+            or `exclusive`. A sequential or exclusive call is a barrier: it waits for the
+            earlier calls of its batch and holds back the later ones.
         timeout: Limit for one run of the body (timedelta or seconds). Exceeding it makes
             the outcome unknown (`tool.timeout`), never a retry.
         concurrency_key: Calls sharing a key never overlap.

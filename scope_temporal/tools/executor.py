@@ -12,10 +12,11 @@ Theory of operation, in order (the first step that decides, decides):
    - returned -> `Succeeded` (str as is; `ToolOutput` split into model-visible content and
      host-side extras; anything else as JSON text), with the deferred tools it advertised;
    - raised `ToolFailure` -> `Failed`: a definite, model-visible error;
-   - called `require_tool_input` -> `InputRequired`;
+   - called `require_tool_input` -> `InputRequired` (its arguments already checked);
    - exceeded `spec.timeout` -> `Unknown(tool.timeout)`;
    - raised anything else (`HostFailure` included) -> `Unknown(tool.execution_failed)`,
-     or `Unknown(tool.schema_invalid)` when the tool's own schema is not valid.
+     or `Unknown(tool.schema_invalid)` when the tool's own schema, or the response schema
+     it gave `require_tool_input`, is not valid.
 
 `asyncio.CancelledError` is never converted: it propagates so the Temporal activity is
 reported cancelled; the caller records that call as unknown. Nothing here retries.
@@ -24,7 +25,6 @@ reported cancelled; the caller records that call as unknown. Nothing here retrie
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +39,7 @@ from scope_temporal.errors import (
     TOOL_SCHEMA_INVALID,
     TOOL_TIMEOUT,
     DefinitionError,
+    InvalidInputRequest,
 )
 from scope_temporal.tools.context import ToolInputRequired, ToolInvocation, activate
 from scope_temporal.tools.decorator import Tool
@@ -52,7 +53,7 @@ from scope_temporal.tools.outcome import (
     ToolOutcome,
     Unknown,
 )
-from scope_temporal.tools.output import ToolOutput
+from scope_temporal.tools.output import ToolOutput, json_form
 from scope_temporal.tools.rejections import (
     invalid_arguments,
     not_authorized,
@@ -131,7 +132,7 @@ async def execute_tool(
                     f"{limit.total_seconds():g} s",
                 )
             return _unknown(TOOL_EXECUTION_FAILED, exc)
-        except DefinitionError as exc:
+        except (DefinitionError, InvalidInputRequest) as exc:
             code = TOOL_SCHEMA_INVALID if exc.code == TOOL_SCHEMA_INVALID else TOOL_EXECUTION_FAILED
             return _unknown(code, exc)
         except Exception as exc:  # HostFailure and every unexpected error: unprovable
@@ -148,9 +149,9 @@ def _succeeded(call: ToolCall, value: object, advertised: list[str]) -> Succeede
         )
         return Succeeded(
             result=result,
-            for_user=_json_form(value.for_user),
+            for_user=json_form(value.for_user),
             ref=value.ref,
-            metadata=_json_form(value.metadata),
+            metadata=json_form(value.metadata),
             advertised=tuple(advertised),
         )
     content = value if isinstance(value, str) else to_json(value).decode()
@@ -160,19 +161,10 @@ def _succeeded(call: ToolCall, value: object, advertised: list[str]) -> Succeede
     )
 
 
-def _input_required(request: ToolInputRequired) -> InputRequired | Unknown:
-    try:
-        state = _json_form(request.state)
-    except Exception as exc:  # a state that cannot be stored makes re-entry impossible
-        return _unknown(TOOL_EXECUTION_FAILED, exc)
+def _input_required(request: ToolInputRequired) -> InputRequired:
     return InputRequired(
-        prompt=request.prompt, response_schema=request.response_schema, state=state
+        prompt=request.prompt, response_schema=request.response_schema, state=request.state
     )
-
-
-def _json_form(value: Any) -> Any:
-    """The value as it will look after crossing a JSON boundary (ints keep precision)."""
-    return None if value is None else json.loads(to_json(value))
 
 
 def _error_result(call: ToolCall, content: str) -> ToolResult:

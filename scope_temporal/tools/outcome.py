@@ -53,7 +53,8 @@ class InputRequired(_Outcome):
     """The body asked for input; it will be re-entered with the continuation state."""
 
     kind: Literal["input_required"] = "input_required"
-    prompt: str
+    prompt: Any
+    """What the host is asked: a string or any JSON value."""
     response_schema: dict[str, Any]
     state: Any = None
 

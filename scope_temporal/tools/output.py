@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import KW_ONLY
 from typing import Any
 
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
+from pydantic_core import to_json
 
-__all__ = ["ToolOutput"]
+__all__ = ["ToolOutput", "json_form"]
+
+
+def json_form(value: Any) -> Any:
+    """The value as it will look after crossing a JSON boundary (ints keep precision).
+
+    Raises:
+        pydantic_core.PydanticSerializationError: the value is not JSON-serialisable.
+    """
+    return None if value is None else json.loads(to_json(value))
 
 
 @dataclass(frozen=True, config=ConfigDict(extra="forbid"))

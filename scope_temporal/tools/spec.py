@@ -10,13 +10,16 @@ import re
 from datetime import timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from scope_temporal.frozen import freeze_json
 
 Permission = Literal["read", "write", "exec"]
 """What a tool may do. `exec` is the default because it is the safest to assume."""
 
 Execution = Literal["auto", "parallel", "sequential", "exclusive"]
-"""How a call may overlap others: `auto` means read -> parallel, write/exec -> sequential."""
+"""How a call may overlap others: `auto` means read -> parallel, write/exec -> sequential.
+Sequential and exclusive calls are barriers: nothing else of their batch runs beside them."""
 
 SchedulingClass = Literal["parallel", "sequential", "exclusive"]
 
@@ -31,7 +34,7 @@ def is_provider_tool_name(name: str) -> bool:
 
 
 class ToolSpec(BaseModel):
-    """The frozen, serialisable description of one tool."""
+    """The frozen, serialisable description of one tool (its schema is frozen too)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -54,9 +57,16 @@ class ToolSpec(BaseModel):
     deferred: bool = False
     """Not advertised to the model until a running tool calls `advertise_tools`."""
 
+    @field_validator("parameters", mode="after")
+    @classmethod
+    def _frozen_parameters(cls, parameters: dict[str, Any]) -> dict[str, Any]:
+        # the spec is frozen, and so is its schema: a Definition's digest covers it
+        frozen: dict[str, Any] = freeze_json(parameters)
+        return frozen
+
     @property
     def scheduling_class(self) -> SchedulingClass:
-        """The resolved policy: parallel, sequential (one at a time) or exclusive (alone)."""
+        """The resolved policy: parallel, or a barrier (sequential / exclusive)."""
         return scheduling_class(self.permission, self.execution)
 
 

@@ -70,7 +70,7 @@ class ToolCallWorkflow:
         detail = f"**{snap.status}** · entries {snap.tool_entries}"
         if snap.pending_tool_inputs:
             wait = snap.pending_tool_inputs[0]
-            detail += f" · waiting for input `{wait.wait_id}`: {wait.prompt}"
+            detail += f" · waiting for input `{wait.wait_id}`: {wait.prompt_text}"
         if snap.unknown_effects:
             detail += f" · outcome unknown: {snap.unknown_effects[0].diagnostic}"
         workflow.set_current_details(detail)

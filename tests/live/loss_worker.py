@@ -25,13 +25,14 @@ from scope_temporal import (
     reply,
     tool,
 )
+from scope_temporal.definition import ToolCallWorkflows
+from tests.live.harness import in_mode
 
-SIDE_EFFECTS = Path(sys.argv[3]) if len(sys.argv) > 3 else Path("/dev/null")
-MODE = "on_demand" if len(sys.argv) > 4 and sys.argv[4] == "on_demand" else "always"
+SIDE_EFFECTS = [Path("/dev/null")]  # set by main()
 
 
 def record(line: str) -> None:
-    with SIDE_EFFECTS.open("a") as f:
+    with SIDE_EFFECTS[0].open("a") as f:
         f.write(line + "\n")
 
 
@@ -68,16 +69,18 @@ DEFINITION = Definition(
     max_concurrent_tool_calls=2,
     model_heartbeat_timeout=timedelta(seconds=2),
     tool_heartbeat_timeout=timedelta(seconds=2),
-    tool_call_workflows=MODE,
 )
+DEFAULTS = Definition("loss-defaults", tools=[quick, slow_write], max_concurrent_tool_calls=2)
+"""The same agent with every timeout left at its default."""
+DEFINITIONS = [DEFINITION, DEFAULTS]
 
 
-async def main(address: str, task_queue: str) -> None:
+async def main(address: str, task_queue: str, mode: ToolCallWorkflows) -> None:
     client = await Client.connect(address)
     worker = ScopeWorker(
         client,
         task_queue=task_queue,
-        definitions=[DEFINITION],
+        definitions=[in_mode(d, mode) for d in DEFINITIONS],
         tools=[quick, slow_write],
         models={"default": ScriptedModel(plan)},
     )
@@ -86,4 +89,7 @@ async def main(address: str, task_queue: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    SIDE_EFFECTS[0] = Path(sys.argv[3])
+    asyncio.run(
+        main(sys.argv[1], sys.argv[2], "on_demand" if sys.argv[4:] == ["on_demand"] else "always")
+    )

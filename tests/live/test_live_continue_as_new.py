@@ -1,11 +1,23 @@
-"""CONFORMANCE 45 live: continue-as-new at a round boundary changes nothing observable."""
+"""CONFORMANCE 45 live: continue-as-new at a round boundary changes nothing observable,
+whether asked for (`continue_as_new_every`) or suggested by Temporal (a second dev server
+that suggests it after a few dozen history events)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import Definition, ModelRequest, Output, Response, ScriptedModel, reply, tool
-from tests.live.harness import serving
+from scope_temporal.definition import ToolCallWorkflows
+from scope_temporal.names import SEARCH_ATTRIBUTES
+from scope_temporal.testing.devserver import DEV_SERVER_ARGS, temporal_cli_path
+from scope_temporal.testing.replay import replay_history
+from tests.live.harness import in_mode, serving
+
+SUGGEST_AFTER_EVENTS = 30
 
 
 @tool(permission="read")
@@ -14,29 +26,53 @@ def count(n: int) -> str:
     return f"counted {n}"
 
 
-def planner(request: ModelRequest) -> Response:
-    done = sum(1 for m in request.messages if m.role == "tool")
-    if done < 6:
-        return reply.tool_calls(("count", {"n": done}))
-    return reply.text(f"finished after {done} rounds")
+def planner(rounds: int) -> Callable[[ModelRequest], Response]:
+    def plan(request: ModelRequest) -> Response:
+        done = sum(1 for m in request.messages if m.role == "tool")
+        if done < rounds:
+            return reply.tool_calls(("count", {"n": done}))
+        return reply.text(f"finished after {done} rounds")
+
+    return plan
 
 
-async def run_once(env: WorkflowEnvironment, every: int | None) -> tuple[Output, int]:
-    definition = Definition("long", tools=[count], max_model_calls=10)
+@pytest.fixture(scope="module")
+async def suggesting_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A dev server of its own whose histories get Temporal's continue-as-new suggestion
+    after a few rounds (the session server's threshold is thousands of events)."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli_path(),
+        dev_server_extra_args=[
+            *DEV_SERVER_ARGS,
+            "--dynamic-config-value",
+            f"limit.historyCount.suggestContinueAsNew={SUGGEST_AFTER_EVENTS}",
+        ],
+        search_attributes=SEARCH_ATTRIBUTES,
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+async def run_once(
+    env: WorkflowEnvironment, every: int | None, rounds: int = 6
+) -> tuple[Output, int, str]:
+    definition = Definition("long", tools=[count], max_model_calls=rounds + 4)
     async with serving(
-        env, [definition], tools=[count], models={"default": ScriptedModel(planner)}
+        env, [definition], tools=[count], models={"default": ScriptedModel(planner(rounds))}
     ) as scope:
-        handle = await scope.start("long", "count to six", continue_as_new_every=every)
+        handle = await scope.start("long", f"count to {rounds}", continue_as_new_every=every)
         out = await handle.result()
         snap = await handle.snapshot()
-    return out, len(snap.context)
+    return out, len(snap.context), handle.id
 
 
 async def test_c45_continue_as_new_keeps_output_and_model_call_count(
     temporal_env: WorkflowEnvironment,
 ) -> None:
-    plain, plain_context = await run_once(temporal_env, None)
-    continued, continued_context = await run_once(temporal_env, 2)
+    plain, plain_context, _ = await run_once(temporal_env, None)
+    continued, continued_context, _ = await run_once(temporal_env, 2)
     assert continued.text == plain.text == "finished after 6 rounds"
     assert continued.model_calls == plain.model_calls == 7
     assert continued_context == plain_context
@@ -45,22 +81,41 @@ async def test_c45_continue_as_new_keeps_output_and_model_call_count(
 async def test_c45_the_chain_really_continued_as_new(
     temporal_env: WorkflowEnvironment, tool_call_mode: str
 ) -> None:
-    definition = Definition("long2", tools=[count], max_model_calls=10)
-    async with serving(
-        temporal_env, [definition], tools=[count], models={"default": ScriptedModel(planner)}
-    ) as scope:
-        handle = await scope.start("long2", "count to six", continue_as_new_every=2)
-        await handle.result()
-    runs = [e async for e in temporal_env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    _, _, root = await run_once(temporal_env, 2)
+    runs = [e async for e in temporal_env.client.list_workflows(f"WorkflowId = '{root}'")]
     assert len(runs) >= 3  # 7 model calls, a new run every 2
     # ToolCall children keep parent-derived ids across runs: seq keeps counting
     children = [
         e.id
         async for e in temporal_env.client.list_workflows(
-            f"WorkflowType = 'scope.ToolCall' AND RootWorkflowId = '{handle.id}'"
+            f"WorkflowType = 'scope.ToolCall' AND RootWorkflowId = '{root}'"
         )
     ]
     if tool_call_mode == "always":
-        assert sorted(children) == sorted(f"{handle.id}/tool/{seq}/0" for seq in range(1, 7))
+        assert sorted(children) == sorted(f"{root}/tool/{seq}/0" for seq in range(1, 7))
     else:  # every call settled in its first attempt: none needed a workflow of its own
         assert children == []
+
+
+async def test_c45_continue_as_new_when_temporal_suggests_it_changes_nothing(
+    temporal_env: WorkflowEnvironment,
+    suggesting_env: WorkflowEnvironment,
+    tool_call_mode: ToolCallWorkflows,
+) -> None:
+    rounds = 10
+    plain, plain_context, _ = await run_once(temporal_env, None, rounds)
+    suggested, suggested_context, root = await run_once(suggesting_env, None, rounds)
+    assert suggested.text == plain.text == f"finished after {rounds} rounds"
+    assert suggested.model_calls == plain.model_calls == rounds + 1
+    assert suggested_context == plain_context
+    client = suggesting_env.client
+    runs = [e async for e in client.list_workflows(f"WorkflowId = '{root}'")]
+    continued = [r for r in runs if r.status == WorkflowExecutionStatus.CONTINUED_AS_NEW]
+    assert len(continued) >= 3, [r.status for r in runs]  # suggested again and again
+    # these histories are on their own server: replay them here (CONFORMANCE 42)
+    definition = in_mode(
+        Definition("long", tools=[count], max_model_calls=rounds + 4), tool_call_mode
+    )
+    for run in runs:
+        history = await client.get_workflow_handle(root, run_id=run.run_id).fetch_history()
+        assert (await replay_history(history, [definition])).replay_failure is None

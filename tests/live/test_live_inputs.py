@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
@@ -169,6 +170,32 @@ async def test_c27_tool_input_wait_is_listed_in_snapshot(temporal_env: WorkflowE
         out = await _result(handle)
     assert out.text == "ok"
     assert model.requests[1].messages[-1].tool_results[0].content == "deploy: approved=True"
+
+
+@tool(permission="read")
+async def review(change: str) -> str:
+    """Ask the host to review a change, with a structured prompt."""
+    if tool_input_continuation() is None:
+        require_tool_input({"change": change, "rows": BIG, "steps": ["lock", "copy"]}, APPROVAL)
+    return f"{change} reviewed"
+
+
+async def test_c27_a_json_prompt_crosses_temporal_and_shows_in_the_details(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    model = ScriptedModel([reply.tool_calls(("review", {"change": "schema"})), reply.text("ok")])
+    async with _serve(temporal_env, _definition("inputs-json", review), model, review) as scope:
+        handle = await scope.start("inputs-json", [Message.user("go")])
+        [pending] = (await _wait_for_input(handle)).pending_tool_inputs
+        assert pending.prompt == {"change": "schema", "rows": BIG, "steps": ["lock", "copy"]}
+        shown = f'{{"change":"schema","rows":{BIG},"steps":["lock","copy"]}}'
+        child = temporal_env.client.get_workflow_handle(pending.process_id)
+        metadata = await child.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+        assert f"waiting for input `{pending.wait_id}`: {shown}" in metadata.current_details
+        await handle.answer(pending, "a-json", {"approved": True})
+        out = await _result(handle)
+    assert out.text == "ok"
+    assert model.requests[1].messages[-1].tool_results[0].content == "schema reviewed"
 
 
 # --- 28 ------------------------------------------------------------------------------

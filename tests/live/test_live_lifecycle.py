@@ -1,4 +1,5 @@
-"""CONFORMANCE 44, 47 live: cancellation of the tree; deterministic errors fail with a code."""
+"""CONFORMANCE 44, 47 live: cancellation of the tree; deterministic errors fail with a code;
+starting under an id in use is refused with a typed error."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
     Definition,
+    InteractionAlreadyStarted,
     InteractionCanceled,
     InteractionFailed,
     ScopeClient,
@@ -114,3 +116,18 @@ async def test_c47_live_a_changed_definition_fails_the_replay_with_its_code(
     # with a classified code instead of looping on workflow-task failures.
     assert failed.value.code in ("interaction.definition.changed", "interaction.replay.diverged")
     assert failed.value.kind == "host"
+
+
+async def test_starting_with_an_id_in_use_raises_a_typed_error_and_starts_nothing(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    model = ScriptedModel([TimeoutError("held unknown, so the first run stays open")])
+    async with serving(temporal_env, [Definition("taken")], models={"default": model}) as scope:
+        first = await scope.start("taken", "go")
+        await eventually(first.snapshot, lambda s: bool(s.unknown_effects))
+        with pytest.raises(InteractionAlreadyStarted) as raised:
+            await scope.start("taken", "again", id=first.id)
+        assert raised.value.code == "interaction.id.in_use"
+        assert repr(first.id) in raised.value.message and "get_handle" in raised.value.message
+        assert len(model.requests) == 1  # nothing new started
+        await first.cancel()

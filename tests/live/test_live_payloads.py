@@ -1,4 +1,4 @@
-"""CONFORMANCE 46 live: oversized payloads are refused with a clear error, never a task loop."""
+"""CONFORMANCE 46 live: oversized payloads are offloaded, unknown or refused; never a task loop."""
 
 from __future__ import annotations
 
@@ -8,16 +8,29 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from scope_temporal import Definition, InteractionFailed, ScopeClient, ScriptedModel, reply, tool
+from scope_temporal import (
+    Definition,
+    InteractionFailed,
+    ScopeClient,
+    ScriptedModel,
+    ToolResult,
+    reply,
+    settle_tool_result,
+    tool,
+)
 from scope_temporal.storage import DirectoryStorage
 from tests.live.harness import attempt_workflow_id, eventually, serving
 
 LIMIT = 50_000
 
 
+dumped: list[int] = []
+
+
 @tool(permission="read")
 def dump(size: int) -> str:
     """Return `size` characters."""
+    dumped.append(size)
     return "x" * size
 
 
@@ -26,9 +39,10 @@ async def task_failures(env: WorkflowEnvironment, workflow_id: str) -> int:
     return sum([e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED async for e in events])
 
 
-async def test_c46_oversized_tool_result_is_a_model_visible_error_naming_the_tool(
+async def test_c46_oversized_tool_result_is_unknown_keeping_the_request(
     temporal_env: WorkflowEnvironment,
 ) -> None:
+    dumped.clear()
     model = ScriptedModel([reply.tool_calls(("dump", {"size": 200_000})), reply.text("ok")])
     definition = Definition("big-tool", tools=[dump])
     async with serving(
@@ -39,12 +53,23 @@ async def test_c46_oversized_tool_result_is_a_model_visible_error_naming_the_too
         payload_limit_bytes=LIMIT,
     ) as scope:
         handle = await scope.start("big-tool", "go")
+        snap = await eventually(handle.snapshot, lambda s: bool(s.unknown_effects))
+        [unknown] = snap.unknown_effects
+        assert unknown.kind == "tool" and unknown.request.call.name == "dump"
+        assert "interaction.payload.too_large" in unknown.diagnostic
+        assert "tool 'dump'" in unknown.diagnostic and "payload limit" in unknown.diagnostic
+        assert len(model.requests) == 1  # the model waits for the host
+        call = unknown.request.call
+        result = ToolResult(call_id=call.id, name=call.name, content="200000 x (seen by hand)")
+        await handle.resolve(unknown, settle_tool_result(unknown.request, result, "succeeded"))
         out = await handle.result()
-        snap_results = model.requests[1].messages[-1].tool_results
     assert out.text == "ok"
-    [result] = snap_results
-    assert result.is_error and "tool 'dump'" in result.content and "payload limit" in result.content
-    assert await task_failures(temporal_env, attempt_workflow_id(f"{handle.id}/tool/1/0")) == 0
+    [seen] = model.requests[1].messages[-1].tool_results
+    assert seen.content == "200000 x (seen by hand)" and not seen.is_error
+    assert dumped == [200_000]  # the tool ran once; nothing re-ran it
+    # the call holds its unknown in its own ToolCall workflow in both mappings
+    for workflow_id in (handle.id, f"{handle.id}/tool/1/0"):
+        assert await task_failures(temporal_env, workflow_id) == 0
 
 
 async def test_c46_oversized_model_response_is_unknown(temporal_env: WorkflowEnvironment) -> None:

@@ -1,8 +1,9 @@
-"""CONFORMANCE 13, 14, 15 live: order of results, the concurrency window, concurrency keys."""
+"""CONFORMANCE 13-16 live: order of results, the window, concurrency keys, barriers."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 from temporalio.testing import WorkflowEnvironment
 
@@ -11,13 +12,17 @@ from tests.live.harness import serving
 
 log: list[str] = []
 running = {"now": 0, "max": 0}
+spans: dict[str, tuple[float, float]] = {}
+"""name -> (start, end), monotonic seconds, as the tool bodies saw them."""
 
 
 async def _work(name: str, seconds: float) -> str:
     running["now"] += 1
     running["max"] = max(running["max"], running["now"])
     log.append(f"start {name}")
+    start = time.monotonic()
     await asyncio.sleep(seconds)
+    spans[name] = (start, time.monotonic())
     log.append(f"end {name}")
     running["now"] -= 1
     return name
@@ -35,8 +40,15 @@ async def db_write(name: str, seconds: float) -> str:
     return await _work(name, seconds)
 
 
+@tool(permission="write")
+async def write_file(name: str, seconds: float) -> str:
+    """Write a file (sequential by default: a barrier in its batch)."""
+    return await _work(name, seconds)
+
+
 def reset() -> None:
     log.clear()
+    spans.clear()
     running.update(now=0, max=0)
 
 
@@ -108,3 +120,33 @@ async def test_c15_live_calls_sharing_a_concurrency_key_never_overlap(
         await (await scope.start("keys", "go")).result()
     assert log.index("end w1") < log.index("start w2")
     assert log.index("start r") < log.index("end w1")  # the read overlapped the first write
+
+
+async def test_c16_live_a_write_waits_for_earlier_reads_and_holds_back_later_ones(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    reset()
+    model = ScriptedModel(
+        [
+            reply.tool_calls(
+                ("sleepy", {"name": "r1", "seconds": 0.5}),
+                ("sleepy", {"name": "r2", "seconds": 0.5}),
+                ("write_file", {"name": "w", "seconds": 0.3}),
+                ("sleepy", {"name": "r3", "seconds": 0.5}),
+                ("sleepy", {"name": "r4", "seconds": 0.5}),
+            ),
+            reply.text("done"),
+        ]
+    )
+    tools = [sleepy, write_file]
+    definition = Definition("barrier", tools=tools, max_concurrent_tool_calls=4)
+    async with serving(temporal_env, [definition], tools=tools, models={"default": model}) as scope:
+        await (await scope.start("barrier", "go")).result()
+    (r1_start, r1_end), (r2_start, r2_end) = spans["r1"], spans["r2"]
+    (w_start, w_end), (r3_start, r3_end), (r4_start, r4_end) = spans["w"], spans["r3"], spans["r4"]
+    assert r2_start < r1_end and r1_start < r2_end  # reads before the write overlapped
+    assert w_start >= max(r1_end, r2_end)  # the write waited for every earlier call
+    assert min(r3_start, r4_start) >= w_end  # and held back every later one
+    assert r4_start < r3_end and r3_start < r4_end  # reads after it overlap again
+    results = model.requests[1].messages[-1].tool_results
+    assert [r.content for r in results] == ["r1", "r2", "w", "r3", "r4"]

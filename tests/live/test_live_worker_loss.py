@@ -135,20 +135,26 @@ async def test_c43_worker_killed_mid_tool_then_resolved(
     assert detected_after < 20
 
 
-async def test_c43_worker_killed_mid_model_call_then_resolved(
+async def test_c43_worker_killed_mid_model_call_with_default_timeouts_then_resolved(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     task_queue = f"loss-{uuid.uuid4().hex[:8]}"
     effects = tmp_path / "effects.txt"
     scope = ScopeClient(temporal_env.client, task_queue=task_queue)
     with worker_process(address_of(temporal_env), task_queue, effects) as first:
-        handle = await scope.start("loss", "hang the model")
+        handle = await scope.start("loss-defaults", "hang the model")
         STARTED_IDS.append(handle.id)
         await wait_for_line(effects, "model hang")
         os.kill(first.pid, signal.SIGKILL)
+        KILL_WALL[0] = time.time()
         first.wait(10)
     with worker_process(address_of(temporal_env), task_queue, effects):
-        snap = await eventually(handle.snapshot, lambda s: bool(s.unknown_effects), timeout=30)
+        snap = await eventually(handle.snapshot, lambda s: bool(s.unknown_effects), timeout=40)
+        recorded_after = await unknown_recorded_after(temporal_env, handle.id)
+        print(f"model unknown recorded {recorded_after:.1f}s after SIGKILL (defaults)")
+        # the default 10 s heartbeat timeout + the 1 s sticky queue timeout, not the
+        # 5-minute model timeout
+        assert recorded_after < 14, f"unknown recorded {recorded_after:.1f}s after the kill"
         [unknown] = snap.unknown_effects
         assert unknown.kind == "model" and "HEARTBEAT" in unknown.diagnostic
         assert lines(effects) == ["model hang"]  # the new worker did not call the model again

@@ -97,7 +97,9 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
         queue = history_task_queue(history)
         definitions = registry.registered(queue)
         if queue.startswith("loss-"):  # served by a subprocess worker
-            definitions = [in_mode(loss_worker.DEFINITION, MODE_BY_QUEUE.get(queue, "always"))]
+            definitions = [
+                in_mode(d, MODE_BY_QUEUE.get(queue, "always")) for d in loss_worker.DEFINITIONS
+            ]
         elif queue == "readme":  # served by the README program, in a subprocess
             definitions = readme_definitions()
         result = await replay_with_deadline(

@@ -162,3 +162,27 @@ async def test_terminal_answers_approvals_itself_with_yes() -> None:
         "approved": True,
         "note": "auto-approved by --yes",
     }
+
+
+async def test_a_json_prompt_is_shown_as_compact_json(capsys: pytest.CaptureFixture[str]) -> None:
+    from scope_temporal import Definition, require_tool_input, tool, tool_input_continuation
+
+    @tool(permission="write")
+    def migrate() -> str:
+        """Ask with a structured prompt."""
+        if tool_input_continuation() is None:
+            require_tool_input({"migrate": "users", "rows": 120}, APPROVAL)
+        return "migrated"
+
+    runner = LocalRunner(
+        definitions=[Definition("migrator", tools=[migrate])],
+        tools=[migrate],
+        models={"default": ScriptedModel([reply.tool_calls(("migrate", {})), reply.text("ok")])},
+    )
+    run = await runner.start("migrator", [Message.user("go")])
+    tree = await run.idle()
+    wait = tree.pending_tool_inputs[0]
+    shown = '{"migrate":"users","rows":120}'
+    assert f"? input wait {wait.wait_id}: {shown}" in "\n".join(render_tree(tree))
+    assert await Terminal(auto_approve=True)(wait, "migrate") is not None
+    assert f"? migrate asks: {shown}\n" in capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""CONFORMANCE 49 (observers) and 50 (context reducer), plus how host-side failures end a run."""
+"""CONFORMANCE 25 (what only the host sees), 49 (observers) and 50 (context reducer), plus how
+host-side failures end a run."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.models import ScriptedModel, reply
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.testing import LocalRunner
-from scope_temporal.tools import ToolFailure, tool
+from scope_temporal.tools import ToolFailure, ToolOutput, tool
 
 WAIT = 2.0
 EVENTS = ("model_started", "model_settled", "tool_started", "tool_settled")
@@ -85,6 +86,49 @@ async def run_with(observers: list[Any]) -> tuple[LocalRunner, Any]:
 
 
 # --- 49 -------------------------------------------------------------------------------------------
+
+
+@tool(permission="read")
+def report(rows: int, silent: bool) -> ToolOutput:
+    """A report with host-only extras."""
+    return ToolOutput(
+        f"{rows} rows found",
+        for_user={"table": "HOST-ONLY-TABLE", "rows": list(range(rows))},
+        ref="HOST-ONLY-REF",
+        metadata={"source": "HOST-ONLY-META"},
+        silent=silent,
+    )
+
+
+async def test_c25_tool_output_extras_are_in_the_snapshot_and_never_in_the_model_context() -> None:
+    model = ScriptedModel(
+        [
+            reply.tool_calls(("report", {"rows": 2, "silent": False})),
+            reply.tool_calls(("report", {"rows": 3, "silent": True})),
+            reply.text("done"),
+        ]
+    )
+    runner = LocalRunner(
+        definitions=[Definition("reports", tools=[report])],
+        tools=[report],
+        models={"default": model},
+    )
+    run = await runner.start("reports", [Message.user("go")])
+    await run.result(timeout=WAIT)
+    snap = run.snapshot()
+    [loud], [quiet] = (r.entries for r in snap.root.settled_results)
+    for entry, rows in ((loud, 2), (quiet, 3)):
+        assert entry.for_user == {"table": "HOST-ONLY-TABLE", "rows": list(range(rows))}
+        assert entry.ref == "HOST-ONLY-REF"
+        assert entry.metadata == {"source": "HOST-ONLY-META"}
+    assert loud.result.content == "2 rows found"
+    assert quiet.result.content == "Done. The output was delivered to the user."
+    sent = [m.model_dump_json() for m in model.requests[2].messages]
+    context = [m.model_dump_json() for m in snap.root.context]
+    for seen_by_the_model in (sent, context):
+        text = "\n".join(seen_by_the_model)
+        assert "2 rows found" in text and "3 rows found" not in text  # silent: an ack
+        assert "HOST-ONLY" not in text
 
 
 async def test_c49_a_raising_observer_never_changes_a_settlement_and_is_counted() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from scope_temporal import ToolSet
@@ -10,7 +12,7 @@ from scope_temporal.definition import Definition
 from scope_temporal.errors import DefinitionError, InteractionFailed
 from scope_temporal.interaction.effects import CallModel, ModelResponded
 from scope_temporal.interaction.machine import InteractionMachine
-from scope_temporal.models import ScriptedModel, reply
+from scope_temporal.models import ModelRequest, ScriptedModel, reply
 from scope_temporal.settle import settle_model_result
 from scope_temporal.testing import LocalRunner
 from scope_temporal.tools import tool
@@ -109,23 +111,40 @@ async def test_c4_length_with_tool_calls_runs_nothing_and_calls_the_model_again(
     assert out.model_calls == 2
 
 
+@pytest.mark.parametrize("steer_pending", [False, True], ids=["no_steer", "steer_pending"])
 @pytest.mark.parametrize(
     "finish",
     [FinishReason.stop, FinishReason.content_filter, FinishReason.refusal, FinishReason.other],
 )
-async def test_c5_tool_calls_with_other_finish_fail_without_running(finish: FinishReason) -> None:
-    definition = Definition("fin", tools=[lookup])
-    response = reply.response(tool_calls=[("lookup", {"query": "x"})], finish_reason=finish)
-    runner = runner_for(definition, [reply.text("first"), response])
+async def test_c5_tool_calls_with_other_finish_fail_without_running(
+    finish: FinishReason, steer_pending: bool
+) -> None:
+    in_call = asyncio.Event()
+    answer = asyncio.Event()
+
+    async def respond(request: ModelRequest) -> Response:
+        in_call.set()
+        await answer.wait()
+        return reply.response(tool_calls=[("lookup", {"query": "x"})], finish_reason=finish)
+
+    calls.clear()
+    model = ScriptedModel(respond)
+    runner = LocalRunner(
+        definitions=[Definition("fin", tools=[lookup])], tools=[lookup], models={"default": model}
+    )
     run = await runner.start("fin", [Message.user("go")])
-    # a steer pending at the time of the bad response changes nothing
-    machine = run._root.machine
-    await run.steer("s1", Message.user("hurry"))
+    await asyncio.wait_for(in_call.wait(), 5)
+    if steer_pending:  # arrives during the call, so it is still pending when the reply lands
+        assert await run.steer("s1", Message.user("hurry"))
+    answer.set()
     with pytest.raises(InteractionFailed) as failed:
         await run.result(timeout=5)
     assert failed.value.code == "interaction.model.tool_calls_not_completed"
     assert calls == []
-    assert machine.done
+    assert len(model.requests) == 1  # the pending steer did not bring another model call
+    root = run.snapshot().root
+    assert root.pending_signals == (("s1",) if steer_pending else ())
+    assert root.applied_signals == ()
 
 
 @pytest.mark.parametrize("case", ["duplicate_ids", "empty_reply"])

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from scope_temporal.chat import Message, ToolCall, ToolResult
+from scope_temporal.chat import Message, ToolResult
 from scope_temporal.definition import Definition, ToolSet
 from scope_temporal.errors import DefinitionError, SettlementMismatch
 from scope_temporal.interaction.effects import (
@@ -28,8 +28,7 @@ from scope_temporal.interaction.effects import (
     StartToolCall,
 )
 from scope_temporal.interaction.machine import InteractionMachine
-from scope_temporal.interaction.scheduling import startable
-from scope_temporal.interaction.state import CallSlot, InteractionState
+from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.tool_call import ToolCallMachine, ToolCallState
 from scope_temporal.models import ScriptedModel, reply
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
@@ -152,20 +151,6 @@ def open_round(
         ModelResponded(effect_id=call_model.request.effect_id, response=reply.tool_calls(*calls))
     )
     return machine, machine.next_effects()
-
-
-def slot(
-    index: int, scheduling: str = "parallel", status: str = "pending", **extra: Any
-) -> CallSlot:
-    return CallSlot(
-        index=index,
-        call=ToolCall(id=f"c{index}", name="t"),
-        effect_id=f"e{index}",
-        target=extra.pop("target", "tool"),
-        scheduling=scheduling,  # type: ignore[arg-type]
-        status=status,  # type: ignore[arg-type]
-        **extra,
-    )
 
 
 # --- 13: results in call order -----------------------------------------------------------
@@ -310,7 +295,7 @@ async def test_c15_calls_sharing_a_concurrency_key_never_overlap() -> None:
     assert [n for n in gates.started if n in keyed] == ["r1", "s1", "r2"]
 
 
-# --- 16: read parallel, write/exec sequential, exclusive alone ----------------------------
+# --- 16: read parallel, write/exec and exclusive calls are barriers ------------------------
 
 
 async def test_c16_read_tools_run_in_parallel_by_default() -> None:
@@ -366,10 +351,16 @@ async def test_c16_write_tool_declared_parallel_overlaps() -> None:
     await run.result(timeout=WAIT)
 
 
-async def test_c16_exclusive_call_runs_alone() -> None:
+@pytest.mark.parametrize(
+    ("permission", "execution"),
+    [("write", "auto"), ("exec", "sequential"), ("read", "exclusive")],
+)
+async def test_c16_sequential_and_exclusive_calls_are_barriers(
+    permission: str, execution: str
+) -> None:
     gates = Gates()
     look = gated_tool(gates, "look", permission="read")
-    migrate = gated_tool(gates, "migrate", permission="read", execution="exclusive")
+    migrate = gated_tool(gates, "migrate", permission=permission, execution=execution)
     definition = Definition("excl", tools=[look, migrate], max_concurrent_tool_calls=4)
     runner = runner_with(
         definition,
@@ -386,7 +377,7 @@ async def test_c16_exclusive_call_runs_alone() -> None:
     run = await runner.start("excl", [Message.user("go")])
     await gates.started_all("a")
     await still_not_started(gates, "x")
-    assert "b" not in gates.started  # nothing after the exclusive call overtakes it
+    assert "b" not in gates.started  # nothing after the barrier overtakes it
     await gates.release("a")
     await gates.started_all("x")
     await still_not_started(gates, "b")
@@ -396,74 +387,6 @@ async def test_c16_exclusive_call_runs_alone() -> None:
     await run.result(timeout=WAIT)
     assert gates.ran_with("x") == frozenset()
     assert gates.started == ["a", "x", "b"]
-
-
-# --- 14-16 on `startable` directly ------------------------------------------------------------
-
-
-def test_c14_startable_fills_the_window_in_call_order() -> None:
-    slots = [slot(0), slot(1), slot(2)]
-    assert startable(slots, 2) == [0, 1]
-    assert startable(slots, 5) == [0, 1, 2]
-    assert startable(slots, 1) == [0]
-
-
-def test_c14_startable_counts_running_calls_and_ignores_settled_ones() -> None:
-    slots = [slot(0, status="running"), slot(1), slot(2)]
-    assert startable(slots, 2) == [1]
-    slots = [slot(0, status="settled"), slot(1, status="running"), slot(2), slot(3)]
-    assert startable(slots, 2) == [2]
-    assert startable([slot(0, status="running"), slot(1, status="running"), slot(2)], 2) == []
-
-
-def test_c14_startable_leaves_delegates_and_admission_rejections_to_the_machine() -> None:
-    slots = [
-        slot(0, target="delegate", status="running"),
-        slot(1, target="none", status="settled"),
-        slot(2, target="delegate"),
-        slot(3),
-    ]
-    assert startable(slots, 1) == [3]
-
-
-def test_c15_startable_never_overlaps_a_concurrency_key() -> None:
-    slots = [
-        slot(0, concurrency_key="k"),
-        slot(1, concurrency_key="k"),
-        slot(2, concurrency_key="j"),
-    ]
-    assert startable(slots, 3) == [0, 2]
-    running = [slot(0, concurrency_key="k", status="running"), slot(1, concurrency_key="k")]
-    assert startable(running, 3) == []
-    done = [slot(0, concurrency_key="k", status="settled"), slot(1, concurrency_key="k")]
-    assert startable(done, 3) == [1]
-
-
-def test_c16_startable_sequential_calls_never_overlap_each_other() -> None:
-    slots = [slot(0, "sequential"), slot(1, "sequential"), slot(2, "parallel")]
-    assert startable(slots, 3) == [0, 2]
-    running = [slot(0, "sequential", status="running"), slot(1, "sequential"), slot(2)]
-    assert startable(running, 3) == [2]
-
-
-def test_c16_startable_a_later_call_never_overtakes_an_earlier_conflicting_one() -> None:
-    # slot 1 waits for key k (held by slot 0); slot 2 is sequential like slot 1, so it
-    # must not start before slot 1 even though no sequential call is running.
-    slots = [
-        slot(0, "parallel", concurrency_key="k", status="running"),
-        slot(1, "sequential", concurrency_key="k"),
-        slot(2, "sequential"),
-        slot(3, "parallel"),
-    ]
-    assert startable(slots, 4) == [3]
-
-
-def test_c16_startable_exclusive_runs_alone() -> None:
-    assert startable([slot(0, "exclusive"), slot(1), slot(2)], 3) == [0]
-    assert startable([slot(0), slot(1, "exclusive"), slot(2)], 3) == [0]
-    assert startable([slot(0, status="running"), slot(1, "exclusive"), slot(2)], 3) == []
-    assert startable([slot(0, "exclusive", status="running"), slot(1), slot(2)], 3) == []
-    assert startable([slot(0, "exclusive", status="settled"), slot(1), slot(2)], 3) == [1, 2]
 
 
 def test_c16_admission_resolves_auto_scheduling_from_the_permission() -> None:
@@ -487,7 +410,7 @@ def test_c16_admission_resolves_auto_scheduling_from_the_permission() -> None:
     slots = machine.state.round.slots  # type: ignore[union-attr]
     assert [s.scheduling for s in slots] == ["parallel", "sequential", "parallel", "sequential"]
     assert slots[2].concurrency_key == "box"
-    assert [e.request.call_index for e in effects] == [0, 1, 2]
+    assert [e.request.call_index for e in effects] == [0]  # the write is a barrier
 
 
 # --- 17: invalid arguments --------------------------------------------------------------------
@@ -1095,7 +1018,7 @@ async def test_c17_a_tool_with_an_invalid_schema_is_refused_and_never_wedges_the
 
     definition = Definition("odd", tools=[fine])
     broken = definition.tools.tools[0].model_copy(update={"parameters": odd.spec.parameters})
-    definition.tools.tools = (broken,)
+    object.__setattr__(definition.tools, "tools", (broken,))  # bypass: ToolSets are frozen
     machine = InteractionMachine.start(definition, "p", [Message.user("go")])
     [call_model] = machine.next_effects()
     response = reply.tool_calls((broken.name, {"x": 1}))

@@ -153,6 +153,28 @@ async def test_c27_require_tool_input_through_local_runner() -> None:
     assert run.snapshot().pending_tool_inputs == []
 
 
+async def test_c27_a_prompt_may_be_any_json_value() -> None:
+    prompt = {"question": "Deploy v2?", "changes": ["db", "api"], "rows": BIG}
+
+    @tool(permission="read")
+    def review() -> str:
+        """Ask with a structured prompt."""
+        if tool_input_continuation() is None:
+            require_tool_input(prompt, SCHEMA)
+        return "reviewed"
+
+    definition = Definition("review", tools=[review])
+    runner = runner_for(definition, [review], [reply.tool_calls(("review", {})), reply.text("ok")])
+    run = await runner.start("review", [Message.user("go")])
+    [pending] = (await run.idle()).pending_tool_inputs
+    assert pending.prompt == prompt
+    assert pending.prompt_text == (
+        f'{{"question":"Deploy v2?","changes":["db","api"],"rows":{BIG}}}'
+    )
+    await run.answer(pending, "a1", {"approved": True})
+    assert (await run.result(timeout=WAIT)).text == "ok"
+
+
 # --- 28 and 29 ---------------------------------------------------------------------------------
 
 

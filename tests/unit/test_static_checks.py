@@ -27,6 +27,12 @@ def test_mypy_strict_is_clean_on_the_sdk() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_mypy_strict_sees_the_real_public_types_in_a_user_program() -> None:
+    # e.g. OpenAIChatModel, loaded lazily at run time, must not look like `object`
+    result = run("mypy", "--strict", "tests/typing/user_program.py")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_every_name_api_md_promises_is_exported() -> None:
     promised = {
         "Message",
@@ -73,6 +79,9 @@ def test_every_name_api_md_promises_is_exported() -> None:
         "ResultEntry",
         "ActiveDelegate",
         "Output",
+        # added by issue 11: typed errors for an id in use and a bad input request
+        "InteractionAlreadyStarted",
+        "InvalidInputRequest",
     }
     if API_MD.exists():  # every `from scope_temporal import a, b` line of API.md
         text = API_MD.read_text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 import pytest
@@ -333,6 +333,41 @@ async def test_invalid_input_schema_or_state_makes_the_outcome_unknown() -> None
     state_outcome = await execute_tool(bad_state, invocation("bad_state"))
     assert isinstance(state_outcome, Unknown)
     assert state_outcome.code == TOOL_EXECUTION_FAILED
+
+
+@pytest.mark.parametrize(
+    ("prompt", "schema", "state", "problem"),
+    [
+        (object(), {"type": "boolean"}, None, "prompt must be JSON-serialisable"),
+        ("?", {"type": "boolean"}, object(), "state must be JSON-serialisable"),
+        ("?", ["type", "boolean"], None, "response_schema must be a dict"),
+        ("?", {"type": "nonsense"}, None, "response_schema is not valid"),
+    ],
+)
+async def test_require_tool_input_checks_its_arguments_with_a_type_error(
+    prompt: Any, schema: Any, state: Any, problem: str
+) -> None:
+    @tool
+    def ask() -> str:
+        try:
+            require_tool_input(prompt, schema, state)
+        except TypeError as error:
+            return f"refused: {error}"
+        return "not reached"
+
+    outcome = await execute_tool(ask, invocation("ask"))
+    assert isinstance(outcome, Succeeded)
+    assert outcome.result.content.startswith("refused: ") and problem in outcome.result.content
+
+
+async def test_a_json_prompt_is_kept_in_json_form() -> None:
+    @tool
+    def ask() -> str:
+        require_tool_input({"question": "Ship?", "at": date(2024, 5, 1), "n": BIG}, {})
+
+    outcome = await execute_tool(ask, invocation("ask"))
+    assert isinstance(outcome, InputRequired)
+    assert outcome.prompt == {"question": "Ship?", "at": "2024-05-01", "n": BIG}
 
 
 # --- unknown ---------------------------------------------------------------------------
