@@ -14,7 +14,6 @@ from datetime import timedelta  # deterministic: a value type, no clock
 from typing import Any, Literal
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 
 from scope_temporal import errors, names
 from scope_temporal.errors import ScopeError
@@ -27,6 +26,7 @@ from scope_temporal.interaction.effects import (
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.outputs import Failure, Output
+from scope_temporal.payload_limits import size_of
 from scope_temporal.payloads import (
     ContextPage,
     ContextPageRequest,
@@ -44,8 +44,7 @@ from scope_temporal.workflows.outcomes import (
     update_rejection,
 )
 
-_ONCE = RetryPolicy(maximum_attempts=1)
-_TOOL_MARGIN = timedelta(seconds=5)
+_CARRY_RETRY_CALLS = 20
 
 
 # ScopeError: a deterministic framework error (e.g. the Definition changed under a running
@@ -78,6 +77,7 @@ class InteractionWorkflow:
         self._models = ModelCaller(input.context_sent)
         # child workflows started and not ended (signals addressed below them go to them)
         self._children: set[str] = set()
+        self._carry_checked_until = 0  # see _can_carry
         task_queue = workflow.info().task_queue
         definition = registry.lookup(task_queue, input.definition)
         if definition is None:
@@ -147,8 +147,11 @@ class InteractionWorkflow:
             if machine.at_round_boundary and not self._tasks:
                 every = input.continue_as_new_every
                 due = every is not None and machine.model_calls_started - calls_at_start >= every
-                if due or workflow.info().is_continue_as_new_suggested():
-                    await self._continue_as_new(machine, input)
+                if (due or workflow.info().is_continue_as_new_suggested()) and self._can_carry(
+                    machine, input
+                ):
+                    await workflow.wait_condition(workflow.all_handlers_finished)
+                    workflow.continue_as_new(self._carried(machine, input))
             for effect in machine.next_effects():
                 if isinstance(effect, CallModel):
                     self._spawn(self._models.call(machine, effect))
@@ -166,18 +169,37 @@ class InteractionWorkflow:
             await workflow.wait_condition(lambda: self._dirty)
             self._dirty = False
 
-    async def _continue_as_new(self, machine: InteractionMachine, input: InteractionInput) -> None:
-        """Carry the whole state (context, counters, steer mailbox) into a fresh run."""
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        workflow.continue_as_new(
-            InteractionInput(
-                definition=input.definition,
-                track_status=input.track_status,
-                continue_as_new_every=input.continue_as_new_every,
-                state=machine.state,
-                context_sent=self._models.context_sent,
-            )
+    def _carried(self, machine: InteractionMachine, input: InteractionInput) -> InteractionInput:
+        """The next run's input: the whole state (context, counters, steer mailbox)."""
+        return InteractionInput(
+            definition=input.definition,
+            track_status=input.track_status,
+            continue_as_new_every=input.continue_as_new_every,
+            state=machine.state,
+            context_sent=self._models.context_sent,
         )
+
+    def _can_carry(self, machine: InteractionMachine, input: InteractionInput) -> bool:
+        """Whether the state fits in the next run's input (under the payload limit).
+
+        If not (a huge conversation and no external storage), this run goes on instead:
+        its history still grows by one round at a time, and the check is repeated only
+        every `_CARRY_RETRY_CALLS` model calls, so it never costs a copy per round.
+        """
+        if machine.model_calls_started < self._carry_checked_until:
+            return False
+        size = size_of(self._carried(machine, input))
+        limit = registry.payload_limit(workflow.info().task_queue)
+        if size <= limit:
+            return True
+        self._carry_checked_until = machine.model_calls_started + _CARRY_RETRY_CALLS
+        workflow.logger.warning(
+            "not continuing as new: the state is %d bytes, over the payload limit of %d; "
+            "configure storage= on the worker to offload it",
+            size,
+            limit,
+        )
+        return False
 
     def _spawn(self, work: Any) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
@@ -119,3 +120,39 @@ async def test_c45_continue_as_new_when_temporal_suggests_it_changes_nothing(
     for run in runs:
         history = await client.get_workflow_handle(root, run_id=run.run_id).fetch_history()
         assert (await replay_history(history, [definition])).replay_failure is None
+
+
+@tool(permission="read")
+def bulky(n: int) -> str:
+    """Return 20 KB."""
+    return f"{n}:" + "b" * 20_000
+
+
+async def test_c46_a_state_too_large_to_carry_keeps_its_run_instead_of_looping(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    # each request fits the limit, the state (context plus settled rounds) soon does not
+    def plan(request: ModelRequest) -> Response:
+        done = sum(1 for m in request.messages if m.role == "tool")
+        return reply.tool_calls(("bulky", {"n": done})) if done < 2 else reply.text("carried on")
+
+    definition = Definition("bulky", tools=[bulky], max_model_calls=5)
+    async with serving(
+        temporal_env,
+        [definition],
+        tools=[bulky],
+        models={"default": ScriptedModel(plan)},
+        payload_limit_bytes=70_000,
+    ) as scope:
+        handle = await scope.start("bulky", "go", continue_as_new_every=1)
+        out = await handle.result()
+    assert out.text == "carried on" and out.model_calls == 3
+    client = temporal_env.client
+    runs = [e async for e in client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    assert len(runs) == 2  # carried once while it fitted, then kept its run
+    for run in runs:
+        events = client.get_workflow_handle(handle.id, run_id=run.run_id).fetch_history_events()
+        failed = [
+            e async for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+        ]
+        assert failed == []
