@@ -1,0 +1,140 @@
+"""The model activity's input refers to the conversation prefix instead of carrying it:
+chain digests, the worker-side rebuild, and what happens on a cache miss."""
+
+from __future__ import annotations
+
+import pytest
+
+from scope_temporal import Definition, Message, tool
+from scope_temporal.activities.model_input import (
+    ContextUnavailable,
+    ModelRequestBuilder,
+    RequestMismatch,
+)
+from scope_temporal.chat import Options
+from scope_temporal.context_refs import EMPTY_REF, ContextChain, ContextRef, prefix_digest
+from scope_temporal.interaction import rules
+from scope_temporal.payloads import ModelActivityInput
+
+
+@tool(permission="read")
+def look(query: str) -> str:
+    """Look something up."""
+    return query
+
+
+DEFINITION = Definition("refs", tools=[look])
+
+
+def messages(*texts: str) -> list[Message]:
+    return [Message.user(t) for t in texts]
+
+
+def activity_input(prefix: ContextRef, new: list[Message], **changes: object) -> ModelActivityInput:
+    values: dict[str, object] = {
+        "definition": DEFINITION.name,
+        "digest": DEFINITION.digest,
+        "process_id": "p1",
+        "effect_id": "p1/model/1",
+        "model_call_seq": 1,
+        "model": "default",
+        "options": Options(),
+        "prefix": prefix,
+        "new_messages": tuple(new),
+    }
+    values.update(changes)
+    return ModelActivityInput.model_validate(values)
+
+
+def test_chain_digests_pin_content_and_order() -> None:
+    a, b = messages("a", "b")
+    assert prefix_digest([a, b]) != prefix_digest([b, a])
+    assert prefix_digest([a, b]) == prefix_digest(messages("a", "b"))
+    chain = ContextChain()
+    chain.extend([a, b])
+    assert chain.ref(2) == ContextRef(count=2, digest=prefix_digest([a, b]))
+    assert chain.ref(0) == EMPTY_REF
+    assert chain.holds(chain.ref(1)) and not chain.holds(ContextRef(count=1, digest="x"))
+    assert not chain.holds(ContextRef(count=3, digest=chain.ref(2).digest))
+
+
+def test_sync_keeps_the_shared_prefix_and_hashes_only_what_changed() -> None:
+    a, b, c = messages("a", "b", "c")
+    chain = ContextChain()
+    assert chain.sync([a, b]) == 0
+    assert chain.sync([a, b, c]) == 2  # appended: both kept
+    replaced = Message.user("a")  # equal content, another object (e.g. a reducer's output)
+    assert chain.sync([replaced]) == 0
+    assert chain.messages == (replaced,)
+    assert chain.ref(1).digest == prefix_digest([a])
+
+
+async def test_a_cache_hit_rebuilds_the_request_without_fetching() -> None:
+    builder = ModelRequestBuilder()
+    fetched: list[ContextRef] = []
+
+    async def fetch(ref: ContextRef) -> list[Message]:
+        fetched.append(ref)
+        raise AssertionError("no fetch expected")
+
+    first = messages("hello", "world")
+    request = await builder.rebuild(activity_input(EMPTY_REF, first), DEFINITION, fetch)
+    assert request.messages == tuple(first)
+    assert request.tools == rules.manifest(DEFINITION, [])
+    more = messages("again")
+    ref = ContextRef(count=2, digest=prefix_digest(first))
+    request = await builder.rebuild(activity_input(ref, more), DEFINITION, fetch)
+    assert request.messages == (*first, *more)
+    assert fetched == []
+
+
+async def test_a_cache_miss_fetches_the_prefix_and_checks_its_digest() -> None:
+    first = messages("one", "two", "three")
+    ref = ContextRef(count=3, digest=prefix_digest(first))
+    calls: list[int] = []
+
+    async def fetch(wanted: ContextRef) -> list[Message]:
+        calls.append(wanted.count)
+        return list(first)
+
+    request = await ModelRequestBuilder().rebuild(
+        activity_input(ref, messages("four")), DEFINITION, fetch
+    )
+    assert [m.text for m in request.messages] == ["one", "two", "three", "four"]
+    assert calls == [3]
+
+    async def tampered(wanted: ContextRef) -> list[Message]:
+        return messages("one", "TWO", "three")
+
+    with pytest.raises(ContextUnavailable, match="the model was not called"):
+        await ModelRequestBuilder().rebuild(activity_input(ref, []), DEFINITION, tampered)
+
+
+async def test_a_worker_serving_another_definition_version_refuses_before_calling() -> None:
+    async def fetch(ref: ContextRef) -> list[Message]:
+        return []
+
+    changed = Definition("refs", tools=[look], instructions="changed")
+    with pytest.raises(RequestMismatch, match="has another digest"):
+        await ModelRequestBuilder().rebuild(activity_input(EMPTY_REF, []), changed, fetch)
+    with pytest.raises(RequestMismatch, match="is not registered"):
+        await ModelRequestBuilder().rebuild(activity_input(EMPTY_REF, []), None, fetch)
+
+
+async def test_the_cache_keeps_only_the_most_recent_conversations() -> None:
+    builder = ModelRequestBuilder(max_conversations=2)
+    misses: list[str] = []
+
+    async def fetch(ref: ContextRef) -> list[Message]:
+        misses.append(ref.digest)
+        return messages("x")
+
+    ref = ContextRef(count=1, digest=prefix_digest(messages("x")))
+    for pid in ("p1", "p2", "p3"):
+        await builder.rebuild(
+            activity_input(EMPTY_REF, messages("x"), process_id=pid), DEFINITION, fetch
+        )
+    await builder.rebuild(activity_input(ref, [], process_id="p3"), DEFINITION, fetch)
+    assert misses == []
+    await builder.rebuild(activity_input(ref, [], process_id="p1"), DEFINITION, fetch)
+    assert len(misses) == 1  # p1 was dropped when p3 came in
