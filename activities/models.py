@@ -8,7 +8,8 @@ endpoint, with no code change:
 - `SCOPE_MODEL_BASE_URL` (+ `SCOPE_MODEL`): any OpenAI-compatible server (vLLM, Ollama,
   llama.cpp server...).
 
-Keys stay on the worker: they never enter a workflow's input or history.
+Both stream their replies, which `scope-temporal run` shows as they arrive. Keys stay on
+the worker: they never enter a workflow's input or history.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ def build_models() -> dict[str, Model]:
         from scope_temporal import OpenAIChatModel
 
         chosen = name or "gpt-4o-mini"
-        real = OpenAIChatModel(chosen, base_url=base_url)
+        real = OpenAIChatModel(chosen, base_url=base_url, stream=True)
         real.label = f"OpenAI-compatible model {chosen} at {base_url or 'api.openai.com'}"  # type: ignore[attr-defined]
         return {"default": real}
-    planner = ScriptedModel(plan)
+    planner = ScriptedModel(plan, stream_delay=0.01)  # replies stream word by word
     planner.label = LABEL  # type: ignore[attr-defined]
     return {"default": planner}

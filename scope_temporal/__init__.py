@@ -43,6 +43,7 @@ from scope_temporal.interaction.snapshot import (
     UnknownEffect,
 )
 from scope_temporal.models import Model, ModelRequest, ScriptedModel, ToolDefinition, reply
+from scope_temporal.models.streaming import LiveText, stream_delta
 from scope_temporal.outputs import Artifact, CompletionCandidate, CompletionDecision, Output
 from scope_temporal.settle import settle_model_result, settle_tool_result
 from scope_temporal.storage import DirectoryStorage
@@ -95,6 +96,7 @@ __all__ = [
     "InvalidInputRequest",
     "InvalidSignal",
     "InvalidToolInput",
+    "LiveText",
     "Message",
     "Middleware",
     "Model",
@@ -136,6 +138,7 @@ __all__ = [
     "require_tool_input",
     "settle_model_result",
     "settle_tool_result",
+    "stream_delta",
     "tool",
     "tool_input_continuation",
 ]

@@ -36,6 +36,7 @@ from scope_temporal.interaction.snapshot import (
     TreeSnapshot,
     UnknownEffect,
 )
+from scope_temporal.models.streaming import LiveText
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
     ControlInput,
@@ -341,6 +342,32 @@ class InteractionHandle:
             ) from error
         assert isinstance(result, ProcessSnapshot)
         return result
+
+    async def live_text(self, process_id: str | None = None) -> LiveText | None:
+        """The text the model call in flight of an Interaction has streamed so far.
+
+        For display only: it is the latest heartbeat of the `scope.model` activity, never
+        the call's result (which is in the snapshot once the call settles). None when no
+        model call of that process is running or its model does not stream.
+
+        Args:
+            process_id: the root (default) or a delegate Interaction of the tree.
+        """
+        try:
+            description = await self._workflow(process_id).describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise
+        converter = self.scope.client.data_converter
+        for pending in description.raw_description.pending_activities:
+            details = pending.heartbeat_details.payloads
+            if pending.activity_type.name != names.MODEL_ACTIVITY or not details:
+                continue
+            [live] = await converter.decode(details[:1], [LiveText])
+            if isinstance(live, LiveText):
+                return live
+        return None
 
     async def status(self) -> WorkflowExecutionStatus | None:
         return (await self._workflow().describe()).status

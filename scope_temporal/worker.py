@@ -125,7 +125,12 @@ class ScopeWorker:
             # the workflow instead of retrying its task forever. Set on the worker, not on
             # the workflow classes, so a Replayer still reports it as a replay failure.
             workflow_failure_exception_types=[NondeterminismError],
-            **worker_options,
+            **{
+                # streamed model text reaches hosts as heartbeat details: send them often
+                # (periodic heartbeats stay at a third of the heartbeat timeout)
+                "max_heartbeat_throttle_interval": timedelta(milliseconds=500),
+                **worker_options,
+            },
         )
 
     @property

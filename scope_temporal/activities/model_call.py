@@ -24,6 +24,7 @@ from scope_temporal.interaction.effects import (
     ModelUnknown,
 )
 from scope_temporal.models.protocol import Model, ModelRequest
+from scope_temporal.models.streaming import DeltaSink, collecting_deltas
 from scope_temporal.observers import ObserverHub
 
 ContextReducer = Callable[[list[Message]], "list[Message] | Awaitable[list[Message]]"]
@@ -37,8 +38,12 @@ async def call_model(
     models: Mapping[str, Model],
     reducers: Mapping[str, ContextReducer],
     observers: ObserverHub,
+    on_delta: DeltaSink | None = None,
 ) -> ModelResult:
-    """Run one model Effect exactly once and classify its outcome (see module docstring)."""
+    """Run one model Effect exactly once and classify its outcome (see module docstring).
+
+    `on_delta` receives the text the model streams while it runs (`stream_delta`).
+    """
     messages = list(request.messages)
     if request.context_reducer is not None:
         reducer = reducers.get(request.context_reducer)
@@ -76,7 +81,8 @@ async def call_model(
     )
     await observers.emit("model_started", request=request)
     try:
-        raw: Any = await model.complete(model_request)
+        with collecting_deltas(on_delta or _ignore):
+            raw: Any = await model.complete(model_request)
         response = raw if isinstance(raw, Response) else Response.model_validate(raw)
     except asyncio.CancelledError:
         raise
@@ -97,3 +103,7 @@ async def call_model(
         )
     await observers.emit("model_settled", request=request, outcome=outcome)
     return outcome
+
+
+def _ignore(text: str) -> None:
+    """Deltas nobody watches."""

@@ -28,6 +28,7 @@ from scope_temporal.context_refs import ContextRef
 from scope_temporal.errors import PAYLOAD_TOO_LARGE
 from scope_temporal.interaction.effects import ModelHostFailed, ModelResponded, ModelUnknown
 from scope_temporal.models.protocol import Model
+from scope_temporal.models.streaming import LiveTextBuffer
 from scope_temporal.observers import ObserverHub
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES, size_of, too_large
 from scope_temporal.payloads import (
@@ -43,27 +44,75 @@ from scope_temporal.workflows import registry
 
 T = TypeVar("T")
 
+_LIVE_TEXT_EVERY_S = 0.2
+"""Streamed text is republished at most this often (each time with all the text so far)."""
 
-async def _with_heartbeats(work: Awaitable[T], every: timedelta | None) -> T:
-    """Await `work`, heartbeating every third of the heartbeat timeout meanwhile.
+
+class _Heartbeat:
+    """Heartbeats an activity while its work runs, carrying the latest details.
 
     The first beat comes after one interval, not at once: the timeout counts from the
     start, and an instant call then costs the server no heartbeat at all.
     """
-    if every is None:
-        return await work
-    interval = max(every.total_seconds() / 3, 0.2)
 
-    async def beat() -> None:
+    def __init__(self, every: timedelta | None) -> None:
+        self._every = every
+        self._details: tuple[object, ...] = ()
+
+    def publish(self, *details: object) -> None:
+        """Make `details` the heartbeat details now (the SDK throttles what is sent)."""
+        self._details = details
+        activity.heartbeat(*details)
+
+    async def around(self, work: Awaitable[T]) -> T:
+        if self._every is None:
+            return await work
+        interval = max(self._every.total_seconds() / 3, 0.2)
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                activity.heartbeat(*self._details)
+
+        beating = asyncio.create_task(beat())
+        try:
+            return await work
+        finally:
+            beating.cancel()
+
+
+class _LiveTextPublisher:
+    """Publishes a model call's streamed text as heartbeat details, at most every 0.2 s.
+
+    Each publish carries all the text so far (a host may look at any moment); pieces that
+    arrive in between are folded into the next publish, so the cost does not grow with the
+    number of pieces.
+    """
+
+    def __init__(self, buffer: LiveTextBuffer, heartbeat: _Heartbeat) -> None:
+        self._buffer = buffer
+        self._heartbeat = heartbeat
+        self._dirty = False
+        self._flusher: asyncio.Task[None] | None = None
+
+    def add(self, text: str) -> None:
+        self._buffer.add(text)
+        self._dirty = True
+        if self._flusher is None:
+            self._heartbeat.publish(self._buffer.current())  # the first piece at once
+            self._dirty = False
+            self._flusher = asyncio.create_task(self._flush())
+
+    async def _flush(self) -> None:
         while True:
-            await asyncio.sleep(interval)
-            activity.heartbeat()
+            await asyncio.sleep(_LIVE_TEXT_EVERY_S)
+            if self._dirty:
+                self._dirty = False
+                self._heartbeat.publish(self._buffer.current())
 
-    beating = asyncio.create_task(beat())
-    try:
-        return await work
-    finally:
-        beating.cancel()
+    def close(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
 
 
 class ScopeActivities:
@@ -106,9 +155,16 @@ class ScopeActivities:
             request = await self.requests.rebuild(input, definition, _fetch_prefix)
         except RequestMismatch as mismatch:
             return ModelHostFailed(effect_id=input.effect_id, message=str(mismatch))
-        outcome = await _with_heartbeats(
-            call_model(request, self.models, self.reducers, self.observers), input.heartbeat
+        heartbeat = _Heartbeat(input.heartbeat)
+        live = _LiveTextPublisher(
+            LiveTextBuffer(request.process_id, request.model_call_seq), heartbeat
         )
+        try:
+            outcome = await heartbeat.around(
+                call_model(request, self.models, self.reducers, self.observers, live.add)
+            )
+        finally:
+            live.close()
         size = size_of(outcome)
         if isinstance(outcome, ModelResponded) and size > self.payload_limit:
             return ModelUnknown(
@@ -129,9 +185,8 @@ class ScopeActivities:
         An outcome over the payload limit becomes `Unknown(interaction.payload.too_large)`:
         the body ran, so only the host may settle the call (see `payload_limits`).
         """
-        outcome = await _with_heartbeats(
-            run_tool_attempt(input.attempt, self.tools, self.middleware, self.observers),
-            input.heartbeat,
+        outcome = await _Heartbeat(input.heartbeat).around(
+            run_tool_attempt(input.attempt, self.tools, self.middleware, self.observers)
         )
         size = size_of(outcome)
         if size <= self.payload_limit:

@@ -1,6 +1,7 @@
 """Follow a running Interaction tree live by polling its snapshot, and print what happens.
 
-Shown as it appears: each model response (what it decided), each child started, each
+Shown as it appears: the text a model streams while it answers (when its adapter
+streams), each model response (what it decided), each child started, each
 settled result with its disposition, steers and validator feedback, tool input requests
 (answered at the terminal when an answerer is given), unknown effects with the exact
 `resolve` command, and finally the output or the failure.
@@ -94,6 +95,8 @@ class Follower:
         self._unanswered: str | None = None
         self._seen = _Seen()
         self._names: dict[str, str] = {}
+        self._streamed: dict[tuple[str, int], int] = {}  # characters printed per model call
+        self._open_stream: tuple[str, int] | None = None  # the line streamed text goes on
 
     async def follow(self) -> Outcome:
         while True:
@@ -106,6 +109,8 @@ class Follower:
                 for process in tree.processes:
                     if process.kind == "interaction":
                         self._progress(tree, process)
+                        if process.status == "running":
+                            await self._stream(process.process_id)
                 self._unknowns(tree)
                 await self._waits(tree)
                 if self._unanswered is not None and self.stop_unanswered:
@@ -171,7 +176,38 @@ class Follower:
         level = depth(process_id)
         prefix = INDENT * level + (f"[{self._definition(process_id)}] " if level else "")
         for line in lines:
-            click.echo(prefix + line)
+            self._echo(prefix + line)
+
+    def _echo(self, line: str) -> None:
+        self._end_stream_line()
+        click.echo(line)
+
+    def _end_stream_line(self) -> None:
+        if self._open_stream is not None:
+            click.echo("")
+            self._open_stream = None
+
+    async def _stream(self, process_id: str) -> None:
+        """Print what the model call in flight streamed since the last look."""
+        try:
+            live = await self.handle.live_text(process_id)
+        except RPCError:
+            return
+        if live is None:
+            return
+        key = (process_id, live.model_call_seq)
+        printed = self._streamed.get(key, 0)
+        new = live.text[printed:].replace("\n", " ")
+        if not new:
+            return
+        if self._open_stream != key:
+            self._end_stream_line()
+            level = depth(process_id)
+            prefix = INDENT * level + (f"[{self._definition(process_id)}] " if level else "")
+            click.echo(f"{prefix}model #{live.model_call_seq} ▸ ", nl=False)
+        click.echo(new, nl=False)
+        self._open_stream = key
+        self._streamed[key] = len(live.text)
 
     def _definition(self, process_id: str) -> str:
         """The Definition of the Interaction owning `process_id` (itself or its tool call)."""
@@ -244,23 +280,24 @@ class Follower:
                     ],
                 )
                 continue
+            self._end_stream_line()
             value = await self.answer(wait, name)
             if value is None:
                 self._unanswered = (
                     f"{name} is waiting for input; answer it with: "
                     f"{answer_command(self.handle.id, wait, self.command_args)}"
                 )
-                click.echo(f"{INDENT}left open; {self._unanswered}")
+                self._echo(f"{INDENT}left open; {self._unanswered}")
                 continue
             try:
                 await self.handle.answer(wait, f"cli-{uuid.uuid4().hex[:8]}", value)
             except NoSuchWait:
-                click.echo(f"{INDENT}(already answered elsewhere)")
+                self._echo(f"{INDENT}(already answered elsewhere)")
             except ScopeError as error:
-                click.echo(f"{INDENT}✗ refused: {error}")
+                self._echo(f"{INDENT}✗ refused: {error}")
                 self._seen.waits.discard(wait.wait_id)  # ask again
             else:
-                click.echo(f"{INDENT}→ answer sent")
+                self._echo(f"{INDENT}→ answer sent")
 
 
 def print_outcome(outcome: Outcome) -> None:

@@ -302,8 +302,8 @@ class StreamAccumulator:
         self._model: str | None = None
         self._usage: _Usage | None = None
 
-    def feed(self, chunk: Mapping[str, object]) -> None:
-        """Add one decoded chunk.
+    def feed(self, chunk: Mapping[str, object]) -> str:
+        """Add one decoded chunk; returns the message text it added (for live display).
 
         Raises:
             InvalidModelResponse: the chunk is not a chat-completion chunk.
@@ -316,9 +316,12 @@ class StreamAccumulator:
             ) from exc
         self._model = parsed.model or self._model
         self._usage = parsed.usage or self._usage
+        added = ""
         for choice in parsed.choices:
             if choice.index == 0:
                 self._add(choice)
+                added += choice.delta.content or ""
+        return added
 
     def _add(self, choice: _ChunkChoice) -> None:
         delta = choice.delta

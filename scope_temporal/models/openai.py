@@ -23,6 +23,7 @@ from scope_temporal.models._openai_wire import (
 )
 from scope_temporal.models.errors import InvalidModelResponse
 from scope_temporal.models.protocol import ModelRequest
+from scope_temporal.models.streaming import stream_delta
 
 __all__ = ["OpenAIChatModel"]
 
@@ -124,7 +125,7 @@ class OpenAIChatModel:
         async with chunks:
             try:
                 async for chunk in chunks:
-                    accumulator.feed(chunk.to_dict(mode="json", warnings=False))
+                    stream_delta(accumulator.feed(chunk.to_dict(mode="json", warnings=False)))
             except json.JSONDecodeError as exc:
                 raise InvalidModelResponse(f"model stream event is not JSON: {exc}") from exc
         return accumulator.result()

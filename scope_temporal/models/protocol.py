@@ -15,7 +15,9 @@ Contract of `Model.complete`:
 
 Streaming is an adapter concern: an adapter may stream from its provider (for example
 `OpenAIChatModel(stream=True)`), but `complete` still returns one complete Response. The
-framework settles only complete responses; a stream cut short is an exception.
+framework settles only complete responses; a stream cut short is an exception. While it
+streams, an adapter reports text as it arrives with `stream_delta(text)`, which hosts see
+live (`scope_temporal.models.streaming`).
 """
 
 from __future__ import annotations

@@ -7,12 +7,15 @@ framework sent to the model.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Sequence
 
 from scope_temporal.chat import Response
 from scope_temporal.models.errors import ScriptExhausted
 from scope_temporal.models.protocol import ModelRequest
+from scope_temporal.models.streaming import stream_delta
 
 __all__ = ["ResponseFunction", "ScriptedModel", "Step"]
 
@@ -35,20 +38,28 @@ class ScriptedModel:
     Function mode: each call returns `function(request)` (awaited when it is awaitable);
     whatever the function raises propagates.
 
+    With `stream_delay`, the text of each answer is also reported word by word through
+    `stream_delta`, that many seconds apart, before the answer is returned: what a
+    streaming provider looks like to hosts watching live (`scope-temporal run`).
+
     Attributes:
         requests: every request received, in call order, including calls that raised.
     """
 
-    def __init__(self, script: Sequence[Step] | ResponseFunction) -> None:
+    def __init__(
+        self, script: Sequence[Step] | ResponseFunction, *, stream_delay: float | None = None
+    ) -> None:
         """Create the model.
 
         Args:
             script: the steps, or the response function.
+            stream_delay: stream each answer's text word by word, this many seconds apart.
 
         Raises:
             TypeError: a step that is neither a `Response` nor an exception instance.
         """
         self.requests: list[ModelRequest] = []
+        self._stream_delay = stream_delay
         self._function: ResponseFunction | None = None
         self._steps: tuple[Step, ...] = ()
         if callable(script):
@@ -83,7 +94,7 @@ class ScriptedModel:
                 raise TypeError(
                     f"ScriptedModel function returned {type(answer).__name__}, not a Response"
                 )
-            return answer
+            return await self._streamed(answer)
         call = len(self.requests)
         if call > len(self._steps):
             raise ScriptExhausted(
@@ -94,4 +105,11 @@ class ScriptedModel:
         step = self._steps[call - 1]
         if isinstance(step, BaseException):
             raise step
-        return step
+        return await self._streamed(step)
+
+    async def _streamed(self, answer: Response) -> Response:
+        if self._stream_delay is not None:
+            for word in re.findall(r"\S+\s*", answer.message.text):
+                stream_delta(word)
+                await asyncio.sleep(self._stream_delay)
+        return answer

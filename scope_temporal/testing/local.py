@@ -36,6 +36,7 @@ from scope_temporal.interaction.snapshot import (
 )
 from scope_temporal.interaction.tool_call import ToolAttempt, ToolCallMachine
 from scope_temporal.models.protocol import Model
+from scope_temporal.models.streaming import LiveText, LiveTextBuffer
 from scope_temporal.observers import ObserverHub
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.tools.middleware import Middleware
@@ -107,6 +108,7 @@ class LocalRun:
         self._idle = asyncio.Event()
         self._idle.set()
         self._done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._live: dict[str, LiveText] = {}  # streamed text of model calls in flight
 
     # --- host verbs ------------------------------------------------------------------
 
@@ -124,6 +126,10 @@ class LocalRun:
         """Wait until nothing is in flight (done, or waiting on the host); return a snapshot."""
         await asyncio.wait_for(self._idle.wait(), timeout)
         return self.snapshot()
+
+    async def live_text(self, process_id: str | None = None) -> LiveText | None:
+        """What the model call in flight has streamed so far (as `InteractionHandle`)."""
+        return self._live.get(process_id or self.id)
 
     def snapshot(self) -> TreeSnapshot:
         snaps: list[ProcessSnapshot] = [p.snapshot() for p in self._processes.values()]
@@ -282,14 +288,23 @@ class _Interaction:
 
     async def _call_model(self, effect: CallModel) -> None:
         runner = self.run.runner
+        request = effect.request
+        streamed = LiveTextBuffer(request.process_id, request.model_call_seq)
+
+        def publish(text: str) -> None:
+            streamed.add(text)
+            self.run._live[request.process_id] = streamed.current()
+
         try:
             outcome = await call_model(
-                effect.request, runner.models, runner.reducers, runner.observers
+                request, runner.models, runner.reducers, runner.observers, publish
             )
         except asyncio.CancelledError:
             outcome = ModelUnknown(effect_id=effect.request.effect_id, diagnostic="cancelled")
             if self.machine.done:
                 return
+        finally:
+            self.run._live.pop(request.process_id, None)
         self.machine.on_model(outcome)
         self.pump()
 

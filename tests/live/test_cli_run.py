@@ -104,6 +104,8 @@ def test_run_refuses_a_bad_answer_with_the_schema_message_and_a_good_one_continu
         child.expect("answer sent")
         child.expect(r"✓ restart_service\(.*\) succeeded · payments-worker restarted")
         child.expect("completion validator sent the reply back")
+        child.expect("model #7 ▸ Incident")  # the reply streams in as the model writes it
+        child.expect("model #7 → reply")
         child.expect("Root cause: payments-worker v2.3.1 leaks database connections")
         child.expect(pexpect.EOF)
     finally:

@@ -23,6 +23,7 @@ from scope_temporal.chat import FinishReason, Message, Options, ToolCall, ToolRe
 from scope_temporal.models import InvalidModelResponse, ModelRequest, OpenAIChatModel
 from scope_temporal.models._openai_wire import to_wire_messages, to_wire_tools
 from scope_temporal.models.protocol import ToolDefinition
+from scope_temporal.models.streaming import collecting_deltas
 
 # --- the fake server -------------------------------------------------------------------
 
@@ -409,7 +410,12 @@ async def test_streamed_reply_is_accumulated(server: FakeServer) -> None:
         chunk(None, usage={"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}),
     )
     model = OpenAIChatModel("stream-model", base_url=server.base_url, stream=True)
-    response = await model.complete(ModelRequest(messages=(Message.user("q"),), tools=(SEARCH,)))
+    live: list[str] = []
+    with collecting_deltas(live.append):
+        response = await model.complete(
+            ModelRequest(messages=(Message.user("q"),), tools=(SEARCH,))
+        )
+    assert live == ["Let me ", "check."]  # reported as it arrived, for display
     assert response.message.text == "Let me check."
     assert response.message.tool_calls == [
         ToolCall(id="call_x", name="search_docs", arguments='{"query": "x"}'),
