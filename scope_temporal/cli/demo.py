@@ -187,7 +187,10 @@ async def _demo(
             outcome = await follower.follow()
             print_outcome(outcome)
             click.echo(f"\nSee it in the Temporal UI: {url}")
-            click.echo("  (the tool calls and the delegate are child workflows of it)")
+            click.echo(
+                "  (tool calls are activities in its timeline; the call that waited for "
+                "approval and the delegate are child workflows of it)"
+            )
             if keep:
                 inspect = shlex.join(["scope-temporal", "inspect", handle.id, *server])
                 click.echo(

@@ -39,6 +39,7 @@ recorded = Definition(
     instructions="You fix services.",
     tools=[read_status, restart, notify],
     max_concurrent_tool_calls=2,
+    tool_call_workflows="always",
 )
 
 recorded_on_demand = Definition(

@@ -19,10 +19,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(autouse=True)
 def tool_call_mode(request: pytest.FixtureRequest) -> Iterator[ToolCallWorkflows]:
-    """The mapping `serving` gives Definitions left at the default (`always` elsewhere)."""
-    mode: ToolCallWorkflows = getattr(request, "param", "always")
+    """The mapping `serving` gives every Definition (the default, `on_demand`, elsewhere)."""
+    mode: ToolCallWorkflows = getattr(request, "param", "on_demand")
     harness.TOOL_CALL_MODE[0] = mode
     try:
         yield mode
     finally:
-        harness.TOOL_CALL_MODE[0] = "always"
+        harness.TOOL_CALL_MODE[0] = "on_demand"

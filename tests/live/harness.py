@@ -30,14 +30,14 @@ DIVERGED_IDS: set[str] = set()
 STORAGE_BY_QUEUE: dict[str, StorageDriver] = {}
 # How the conformance suite maps tool calls onto Temporal: each `test_live_*` test runs
 # once per mode (see conftest.py); `serving` applies it to Definitions left at the default.
-TOOL_CALL_MODE: list[ToolCallWorkflows] = ["always"]
+TOOL_CALL_MODE: list[ToolCallWorkflows] = ["on_demand"]
 # The mode each subprocess worker ran in, by task queue (replay needs it).
 MODE_BY_QUEUE: dict[str, ToolCallWorkflows] = {}
 
 
 def in_mode(definition: Definition, mode: ToolCallWorkflows) -> Definition:
-    """The same Definition with `tool_call_workflows=mode` (a test's explicit choice stays)."""
-    if definition.tool_call_workflows == mode or definition.tool_call_workflows != "always":
+    """The same Definition with `tool_call_workflows=mode`."""
+    if definition.tool_call_workflows == mode:
         return definition
     return Definition(
         definition.name,

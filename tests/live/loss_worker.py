@@ -91,5 +91,5 @@ async def main(address: str, task_queue: str, mode: ToolCallWorkflows) -> None:
 if __name__ == "__main__":
     SIDE_EFFECTS[0] = Path(sys.argv[3])
     asyncio.run(
-        main(sys.argv[1], sys.argv[2], "on_demand" if sys.argv[4:] == ["on_demand"] else "always")
+        main(sys.argv[1], sys.argv[2], "always" if sys.argv[4:] == ["always"] else "on_demand")
     )

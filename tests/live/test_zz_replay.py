@@ -22,6 +22,7 @@ from tests.live.harness import (
     DIVERGED_IDS,
     MODE_BY_QUEUE,
     STORAGE_BY_QUEUE,
+    TOOL_CALL_MODE,
     eventually,
     in_mode,
     serving,
@@ -67,7 +68,9 @@ async def replay_with_deadline(
 
 
 async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvironment) -> None:
-    # Make sure at least one full tool round exists even when this file runs alone.
+    # Make sure at least one full tool round, with a ToolCall workflow, exists even when
+    # this file runs alone.
+    TOOL_CALL_MODE[0] = "always"  # the autouse fixture restores the default afterwards
     model = ScriptedModel([reply.tool_calls(("echo", {"text": "hi"})), reply.text("bye")])
     async with serving(
         temporal_env,
@@ -98,7 +101,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
         definitions = registry.registered(queue)
         if queue.startswith("loss-"):  # served by a subprocess worker
             definitions = [
-                in_mode(d, MODE_BY_QUEUE.get(queue, "always")) for d in loss_worker.DEFINITIONS
+                in_mode(d, MODE_BY_QUEUE.get(queue, "on_demand")) for d in loss_worker.DEFINITIONS
             ]
         elif queue == "readme":  # served by the README program, in a subprocess
             definitions = readme_definitions()
