@@ -16,7 +16,8 @@ Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
   continue-as-new runs), and their ratio.
 - concurrency: 8 tools of 1 s each, window 8: wall time of the batch.
 - throughput: 100 Interactions of 3 rounds at once on one worker: rate, p50/p99 latency.
-- long: 1,000 model calls in one Interaction (continue-as-new on the way); peak memory.
+- long: 1,000 model calls in one Interaction, one small tool call each (continue-as-new
+  on the way); wall time, runs, peak memory of the process.
 
 The dev server runs with the settings of `scope_temporal.testing.devserver` (one
 task-queue partition, `history.transferProcessorMaxPollRPS=1000`).
@@ -33,8 +34,10 @@ import statistics
 import sys
 import time  # deterministic: timing runs client-side, never in a workflow
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -84,6 +87,22 @@ def server_cpu_seconds() -> float:
 
 def queue(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"  # deterministic: client side
+
+
+@asynccontextmanager
+async def serving(
+    env: WorkflowEnvironment, definition: Definition, tool_: Any, model: ScriptedModel
+) -> AsyncIterator[ScopeClient]:
+    """A ScopeWorker for one Definition on a fresh task queue, and a client for it."""
+    task_queue = queue(definition.name)
+    async with ScopeWorker(
+        env.client,
+        task_queue=task_queue,
+        definitions=[definition],
+        tools=[tool_],
+        models={"default": model},
+    ):
+        yield ScopeClient(env.client, task_queue=task_queue)
 
 
 async def root_events(client: Client, workflow_id: str) -> list[tuple[int, int, str]]:
@@ -197,11 +216,13 @@ def kilobyte(n: int) -> str:
     return f"{n}:{KILOBYTE}"
 
 
-def kilobyte_plan(rounds: int) -> Callable[[ModelRequest], Response]:
+def rounds_plan(tool_name: str, rounds: int) -> Callable[[ModelRequest], Response]:
+    """A scripted model calling `tool_name` once per round for `rounds` rounds."""
+
     def plan(request: ModelRequest) -> Response:
         done = sum(1 for m in request.messages if m.role == "tool")
         if done < rounds:
-            return reply.tool_calls(("kilobyte", {"n": done}))
+            return reply.tool_calls((tool_name, {"n": done}))
         return reply.text(f"{done} rounds")
 
     return plan
@@ -220,15 +241,10 @@ async def history(env: WorkflowEnvironment, rounds: int, early: int, late: int) 
         definition = Definition(
             name, tools=[kilobyte], max_model_calls=rounds + 2, tool_call_workflows=mode
         )
-        task_queue = queue("history")
-        async with ScopeWorker(
-            env.client,
-            task_queue=task_queue,
-            definitions=[definition],
-            tools=[kilobyte],
-            models={"default": ScriptedModel(kilobyte_plan(rounds))},
-        ):
-            handle = await ScopeClient(env.client, task_queue=task_queue).start(name, "go")
+        async with serving(
+            env, definition, kilobyte, ScriptedModel(rounds_plan("kilobyte", rounds))
+        ) as scope:
+            handle = await scope.start(name, "go")
             await handle.result()
         events = await root_events(env.client, handle.id)
         per_round = bytes_per_round(events)
@@ -266,15 +282,7 @@ async def concurrency(env: WorkflowEnvironment) -> None:
         definition = Definition(
             name, tools=[one_second], max_concurrent_tool_calls=8, tool_call_workflows=mode
         )
-        task_queue = queue("wide")
-        async with ScopeWorker(
-            env.client,
-            task_queue=task_queue,
-            definitions=[definition],
-            tools=[one_second],
-            models={"default": model},
-        ):
-            scope = ScopeClient(env.client, task_queue=task_queue)
+        async with serving(env, definition, one_second, model) as scope:
             await (await scope.start(name, "warm up")).result()
             start = time.perf_counter()
             await (await scope.start(name, "go")).result()
@@ -290,15 +298,9 @@ async def throughput(env: WorkflowEnvironment, count: int) -> None:
         definition = Definition(
             name, tools=[workload.lookup], max_model_calls=10, tool_call_workflows=mode
         )
-        task_queue = queue("many")
-        async with ScopeWorker(
-            env.client,
-            task_queue=task_queue,
-            definitions=[definition],
-            tools=[workload.lookup],
-            models={"default": ScriptedModel(three_rounds)},
-        ):
-            scope = ScopeClient(env.client, task_queue=task_queue)
+        async with serving(
+            env, definition, workload.lookup, ScriptedModel(rounds_plan("lookup", 3))
+        ) as scope:
             await (await scope.start(name, "warm up")).result()
             latencies = await _latencies(scope, name, count)
             elapsed = latencies.pop()
@@ -323,13 +325,6 @@ async def _latencies(scope: ScopeClient, name: str, count: int) -> list[float]:
     return [*latencies, time.perf_counter() - start]
 
 
-def three_rounds(request: ModelRequest) -> Response:
-    done = sum(1 for m in request.messages if m.role == "tool")
-    if done < 3:
-        return reply.tool_calls(("lookup", {"n": done}))
-    return reply.text("three rounds")
-
-
 # --- long run ---------------------------------------------------------------------------
 
 
@@ -337,18 +332,13 @@ async def long_run(env: WorkflowEnvironment, model_calls: int) -> None:
     for mode in MODES:
         name = f"long-{mode}"
         definition = Definition(
-            name, tools=[kilobyte], max_model_calls=model_calls, tool_call_workflows=mode
+            name, tools=[workload.lookup], max_model_calls=model_calls, tool_call_workflows=mode
         )
-        task_queue = queue("long")
-        async with ScopeWorker(
-            env.client,
-            task_queue=task_queue,
-            definitions=[definition],
-            tools=[kilobyte],
-            models={"default": ScriptedModel(kilobyte_plan(model_calls - 1))},
-        ):
+        async with serving(
+            env, definition, workload.lookup, ScriptedModel(rounds_plan("lookup", model_calls - 1))
+        ) as scope:
             start = time.perf_counter()
-            handle = await ScopeClient(env.client, task_queue=task_queue).start(name, "go")
+            handle = await scope.start(name, "go")
             out = await handle.result()
             elapsed = time.perf_counter() - start
         assert out.model_calls == model_calls, out

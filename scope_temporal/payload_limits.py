@@ -11,8 +11,13 @@ against a configured limit first:
   the tool did run, so a retry would repeat its side effects;
 - a model response over the limit: the model Effect is *unknown* likewise (nothing can
   be proven about a response that cannot be recorded);
-- a model request or tool-call input over the limit (e.g. a context that kept growing):
+- new messages for a model call, or a tool-call input, over the limit (e.g. a 5 MB steer):
   the Interaction fails with `interaction.payload.too_large`, naming the model or tool.
+
+The conversation as a whole is not a payload: a model call's input carries only what is
+new since the previous call (`scope_temporal.context_refs`), so a context may outgrow the
+limit. It is carried whole only by continue-as-new, which waits while the state does not
+fit (see `workflows/interaction.py`).
 """
 
 from __future__ import annotations

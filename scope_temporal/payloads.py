@@ -12,9 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import ContextRef
-from scope_temporal.interaction.effects import Settlement, ToolEffectRequest
+from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.tool_call import ToolAttempt
+from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.tools.outcome import InputRequired, Unknown
 
 
@@ -82,6 +83,45 @@ class ModelActivityInput(_Payload):
     prefix: ContextRef
     new_messages: tuple[Message, ...]
     heartbeat: timedelta | None = None
+
+    @classmethod
+    def of(
+        cls,
+        request: ModelEffectRequest,
+        *,
+        prefix: ContextRef,
+        advertised: tuple[str, ...],
+        heartbeat: timedelta | None,
+    ) -> ModelActivityInput:
+        """The input for `request`, whose first `prefix.count` messages `prefix` names."""
+        return cls(
+            **request.model_dump(include=_SHARED_WITH_REQUEST),
+            advertised=advertised,
+            prefix=prefix,
+            new_messages=request.messages[prefix.count :],
+            heartbeat=heartbeat,
+        )
+
+    def request(
+        self, messages: tuple[Message, ...], tools: tuple[ToolDefinition, ...]
+    ) -> ModelEffectRequest:
+        """The retained request again, given the whole context and the manifest."""
+        return ModelEffectRequest(
+            **self.model_dump(include=_SHARED_WITH_REQUEST), messages=messages, tools=tools
+        )
+
+
+_SHARED_WITH_REQUEST = {
+    "definition",
+    "digest",
+    "process_id",
+    "effect_id",
+    "model_call_seq",
+    "model",
+    "options",
+    "context_reducer",
+    "applied_signals",
+}
 
 
 class ContextPageRequest(_Payload):

@@ -69,20 +69,7 @@ class ModelRequestBuilder:
         manifest = rules.manifest(definition, list(input.advertised))
         if isinstance(manifest, str):
             raise RequestMismatch(manifest)
-        messages = await self._messages(input, fetch)
-        return ModelEffectRequest(
-            definition=input.definition,
-            digest=input.digest,
-            process_id=input.process_id,
-            effect_id=input.effect_id,
-            model_call_seq=input.model_call_seq,
-            model=input.model,
-            messages=messages,
-            tools=manifest,
-            options=input.options,
-            context_reducer=input.context_reducer,
-            applied_signals=input.applied_signals,
-        )
+        return input.request(await self._messages(input, fetch), manifest)
 
     async def _messages(
         self, input: ModelActivityInput, fetch: PrefixFetcher

@@ -53,32 +53,23 @@ class ModelCaller:
         """Run one model Effect and settle it on the machine (unknown if no data came back)."""
         definition = machine.definition
         request = effect.request
-        if refuse_oversized(
-            machine,
-            request,
-            f"The request to model {request.model!r} (#{request.model_call_seq})",
-            "Add a context_reducer to the Definition, or raise payload_limit_bytes.",
-        ):
-            return
         kept = self._sent.sync(request.messages)
         prefix = self._sent.ref(min(kept, self._context_sent))
         self._context_sent = len(request.messages)
         heartbeat = definition.model_heartbeat_timeout
-        payload = ModelActivityInput(
-            definition=request.definition,
-            digest=request.digest,
-            process_id=request.process_id,
-            effect_id=request.effect_id,
-            model_call_seq=request.model_call_seq,
-            model=request.model,
-            options=request.options,
-            context_reducer=request.context_reducer,
-            applied_signals=request.applied_signals,
-            advertised=machine.advertised,
-            prefix=prefix,
-            new_messages=request.messages[prefix.count :],
-            heartbeat=heartbeat,
+        payload = ModelActivityInput.of(
+            request, prefix=prefix, advertised=machine.advertised, heartbeat=heartbeat
         )
+        # Only what is new crosses Temporal; the whole conversation may outgrow a payload
+        # (the model's own context window is its bound), a single new message may not.
+        if refuse_oversized(
+            machine,
+            payload,
+            f"The new messages for model {request.model!r} (#{request.model_call_seq})",
+            "A steer or tool result this large cannot be recorded; send less, or configure "
+            "storage= on the worker and client.",
+        ):
+            return
         try:
             result = await workflow.execute_activity(
                 names.MODEL_ACTIVITY,

@@ -88,14 +88,14 @@ async def test_c46_oversized_model_response_is_unknown(temporal_env: WorkflowEnv
         await handle.cancel()
 
 
-async def test_c46_a_context_grown_past_the_limit_fails_with_its_code(
+async def test_c46_a_context_grown_past_the_limit_keeps_working_one_round_at_a_time(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     model = ScriptedModel(
         [
             reply.tool_calls(("dump", {"size": 30_000})),
             reply.tool_calls(("dump", {"size": 30_000})),
-            reply.text("never"),
+            reply.text("read 60 KB"),
         ]
     )
     definition = Definition("big-context", tools=[dump])
@@ -107,11 +107,26 @@ async def test_c46_a_context_grown_past_the_limit_fails_with_its_code(
         payload_limit_bytes=LIMIT,
     ) as scope:
         handle = await scope.start("big-context", "go")
+        out = await handle.result()
+    assert out.text == "read 60 KB"
+    # the model got the whole 60 KB conversation; only each round's 30 KB crossed Temporal
+    assert sum(len(m.model_dump_json()) for m in model.requests[2].messages) > LIMIT
+    assert await task_failures(temporal_env, handle.id) == 0
+
+
+async def test_c46_a_new_message_over_the_limit_fails_with_its_code(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    model = ScriptedModel([reply.text("never")])
+    async with serving(
+        temporal_env, [Definition("big-ask")], models={"default": model}, payload_limit_bytes=LIMIT
+    ) as scope:
+        handle = await scope.start("big-ask", "q" * (LIMIT + 1))
         with pytest.raises(InteractionFailed) as failed:
             await handle.result()
     assert failed.value.code == "interaction.payload.too_large"
-    assert "model 'default'" in failed.value.message and "context_reducer" in failed.value.message
-    assert len(model.requests) == 2
+    assert "model 'default'" in failed.value.message and "storage=" in failed.value.message
+    assert model.requests == []
     assert await task_failures(temporal_env, handle.id) == 0
 
 
