@@ -10,7 +10,8 @@ Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
   turn but the last) as a scope-temporal Interaction in each tool-call mapping and as a
   minimal hand-written workflow running the same activities; median wall time of N runs
   after a warm-up, the variants interleaved; plus CPU per run (this Python process: client,
-  workers; and the dev server), workflow tasks and root-history bytes per turn.
+  workers; and the dev server), workflow tasks and history bytes per turn (the root and
+  any ToolCall workflows), and this process's CPU per workflow task.
 - history: one Interaction of many rounds, each one tool returning about 1 KB; bytes
   added to the root's history per round around round 10 and around round 200 (including
   continue-as-new runs), and their ratio.
@@ -190,18 +191,24 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
         turns = workload.TURNS
         for name, workflow_id in last_ids.items():
             events = await root_events(client, workflow_id)
+            children = [
+                e.id
+                async for e in client.list_workflows(
+                    f"WorkflowType = 'scope.ToolCall' AND RootWorkflowId = '{workflow_id}'"
+                )
+            ]
+            for child in children:
+                events += await root_events(client, child)
             tasks = sum(
                 1 for t, _, _ in events if t == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
             )
-            figure(f"overhead_root_tasks_per_turn_{name}", tasks / turns)
-            figure(f"overhead_root_bytes_per_turn_{name}", sum(b for _, b, _ in events) // turns)
-        children = [
-            e
-            async for e in client.list_workflows(
-                f"WorkflowType = 'scope.ToolCall' AND RootWorkflowId = '{last_ids['always']}'"
+            figure(f"overhead_tool_call_workflows_{name}", len(children))
+            figure(f"overhead_workflow_tasks_per_turn_{name}", tasks / turns)
+            figure(f"overhead_history_bytes_per_turn_{name}", sum(b for _, b, _ in events) // turns)
+            figure(
+                f"overhead_cpu_ms_per_workflow_task_{name}",
+                statistics.median(cpus[name]) * 1000 / tasks,
             )
-        ]
-        figure("overhead_tool_call_workflows_always", len(children))
 
 
 # --- history growth ---------------------------------------------------------------------
