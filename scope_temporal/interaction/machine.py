@@ -42,9 +42,8 @@ from scope_temporal.definition import Definition
 from scope_temporal.errors import InvalidSignal, ProtocolError, ScopeError, SettlementMismatch
 from scope_temporal.ids import (
     model_effect_id,
-    tool_call_ref,
 )
-from scope_temporal.interaction import completion, rounds, rules
+from scope_temporal.interaction import completion, projection, rounds, rules
 from scope_temporal.interaction.effects import (
     CallModel,
     CallOutcome,
@@ -57,12 +56,10 @@ from scope_temporal.interaction.effects import (
     ModelUnknown,
 )
 from scope_temporal.interaction.snapshot import (
-    ActiveDelegate,
     ProcessSnapshot,
     RejectedSignal,
     ResultEntry,
     Status,
-    UnknownEffect,
 )
 from scope_temporal.interaction.state import (
     TERMINAL_PHASES,
@@ -434,47 +431,7 @@ class InteractionMachine:
     # --- projection ------------------------------------------------------------------
 
     def snapshot(self) -> ProcessSnapshot:
-        s = self._state
-        unknown: tuple[UnknownEffect, ...] = ()
-        if s.model is not None and s.model.unknown:
-            unknown = (
-                UnknownEffect(
-                    process_id=s.process_id,
-                    effect_id=s.model.request.effect_id,
-                    kind="model",
-                    request=s.model.request,
-                    ref=None,
-                    diagnostic=s.model.diagnostic,
-                ),
-            )
-        running = [x for x in (s.round.slots if s.round else []) if x.status == "running"]
-        return ProcessSnapshot(
-            process_id=s.process_id,
-            kind="interaction",
-            definition=s.definition,
-            status=self.status,
-            model_calls=s.model_calls,
-            context=tuple(s.context),
-            settled_results=tuple(s.rounds),
-            unknown_effects=unknown,
-            active_delegates=tuple(
-                ActiveDelegate(
-                    process_id=x.process_id or "",
-                    ref=tool_call_ref(s.process_id, s.round.model_call_seq, x.index),
-                    name=x.call.name,
-                )
-                for x in running
-                if x.target == "delegate" and s.round is not None
-            ),
-            active_children=self.active_children,
-            artifacts=tuple(s.artifacts),
-            applied_signals=tuple(s.applied_signals),
-            pending_signals=tuple(e.signal_id for e in s.mailbox),
-            rejected_signals=tuple(s.rejected_signals),
-            advertised_tools=tuple(s.advertised),
-            output=s.output,
-            failure=s.failure,
-        )
+        return projection.interaction_snapshot(self._state, self.status, self.active_children)
 
 
 __all__ = ["InteractionMachine", "ResultEntry"]

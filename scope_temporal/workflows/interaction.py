@@ -52,8 +52,8 @@ _CARRY_RETRY_CALLS = 20
 # Not sandboxed, on purpose. Everything this workflow runs is passed through the sandbox
 # anyway (our modules, and the registered Definitions with their validators, which must be
 # the very objects the worker registered), and the sandbox does not restrict passed-through
-# code: measured, a completion validator calling time.time(), random.random() and
-# datetime.now() ran unhindered inside it. All it added was CPU (about a quarter of the
+# code: measured, a completion validator reading the wall clock, a random number and
+# the current date ran unhindered inside it. All it added was CPU (about a quarter of the
 # worker's busy time on bench workload W). Determinism is kept by construction: the loop
 # is pure (tests/unit/test_core_hygiene.py) and these modules use workflow.* APIs only.
 @workflow.defn(
