@@ -6,6 +6,21 @@ non-retrying activity, and an ambiguous outcome becomes an unknown Effect the ho
 
 from typing import TYPE_CHECKING
 
+from scope_temporal.background import (
+    BackgroundOperation,
+    BackgroundTool,
+    Handoff,
+    LocalFileMaterializer,
+    OutputMaterializer,
+    ProgressUpdate,
+    Recoverable,
+    Resumable,
+    RunHandle,
+    RunOutcome,
+    RunProgress,
+    TaskRun,
+    background_tool,
+)
 from scope_temporal.chat import (
     FinishReason,
     Message,
@@ -31,6 +46,8 @@ from scope_temporal.errors import (
     ScopeError,
     SettlementMismatch,
     SignalConflict,
+    TaskEnded,
+    TaskNotFound,
     UnknownDefinition,
 )
 from scope_temporal.interaction.snapshot import (
@@ -39,6 +56,7 @@ from scope_temporal.interaction.snapshot import (
     ProcessSnapshot,
     ResultEntry,
     RoundResults,
+    TaskSnapshot,
     TreeSnapshot,
     UnknownEffect,
 )
@@ -62,6 +80,7 @@ from scope_temporal.tools import (
     tool,
     tool_input_continuation,
 )
+from scope_temporal.tools.outcome import ProgressSummary
 from scope_temporal.worker import ScopeWorker
 
 if TYPE_CHECKING:  # the real class for type checkers; at run time see __getattr__
@@ -79,6 +98,8 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "ActiveDelegate",
     "Artifact",
+    "BackgroundOperation",
+    "BackgroundTool",
     "CompletionCandidate",
     "CompletionDecision",
     "Definition",
@@ -86,6 +107,7 @@ __all__ = [
     "Delegate",
     "DirectoryStorage",
     "FinishReason",
+    "Handoff",
     "HostFailure",
     "InteractionAlreadyStarted",
     "InteractionCanceled",
@@ -95,6 +117,7 @@ __all__ = [
     "InvalidInputRequest",
     "InvalidSignal",
     "InvalidToolInput",
+    "LocalFileMaterializer",
     "Message",
     "Middleware",
     "Model",
@@ -103,18 +126,30 @@ __all__ = [
     "OpenAIChatModel",
     "Options",
     "Output",
+    "OutputMaterializer",
     "PendingToolInput",
     "ProcessSnapshot",
+    "ProgressSummary",
+    "ProgressUpdate",
     "ProtocolError",
+    "Recoverable",
     "Response",
     "ResultEntry",
+    "Resumable",
     "RoundResults",
+    "RunHandle",
+    "RunOutcome",
+    "RunProgress",
     "ScopeClient",
     "ScopeError",
     "ScopeWorker",
     "ScriptedModel",
     "SettlementMismatch",
     "SignalConflict",
+    "TaskEnded",
+    "TaskNotFound",
+    "TaskRun",
+    "TaskSnapshot",
     "Tool",
     "ToolCall",
     "ToolDefinition",
@@ -129,6 +164,7 @@ __all__ = [
     "UnknownEffect",
     "Usage",
     "advertise_tools",
+    "background_tool",
     "chain",
     "current_tool_call",
     "inner",

@@ -474,7 +474,17 @@ class InteractionMachine:
             advertised_tools=tuple(s.advertised),
             output=s.output,
             failure=s.failure,
+            background_tasks=self.background_tasks,
         )
+
+    @property
+    def background_tasks(self) -> tuple[str, ...]:
+        """The background tasks this Interaction's calls launched, in launch order."""
+        s = self._state
+        entries = [e.task_id for r in s.rounds for e in r.entries]
+        if s.round is not None:
+            entries += [x.task_id for x in s.round.slots]
+        return tuple(t for t in entries if t is not None)
 
 
 __all__ = ["InteractionMachine", "ResultEntry"]

@@ -56,6 +56,8 @@ class CallSlot(_State):
     metadata: dict[str, Any] | None = None
     advertised: tuple[str, ...] = ()
     artifact: Artifact | None = None
+    task_id: str | None = None
+    """The background task the call launched."""
     process_id: str | None = None
     """Child process id, for calls that start a child."""
 
