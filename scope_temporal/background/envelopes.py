@@ -98,4 +98,17 @@ def update(task: TaskSnapshot, events: Sequence[StoredEvent] = (), note: str | N
     )
 
 
-__all__ = ["foreground_result", "launch_result", "launched", "update"]
+def not_found(task_id: str) -> str:
+    """A task tool asked about a task this conversation did not launch."""
+    return _dump(
+        {
+            "type": "update",
+            "task_id": task_id,
+            "status": "not_found",
+            "error": "no background task with this id was launched in this conversation; use "
+            "the task_id of a launch_result",
+        }
+    )
+
+
+__all__ = ["foreground_result", "launch_result", "launched", "not_found", "update"]

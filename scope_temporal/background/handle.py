@@ -71,11 +71,13 @@ class TaskRun(RunHandle):
         self._events: list[ProgressUpdate] = list(replay)
         self._changed = asyncio.Event()
         self._stop_requested = False
-        self._task = asyncio.get_running_loop().create_task(self._run(work))
+        loop = asyncio.get_running_loop()
+        self._work = loop.create_task(_call(work, RunProgress(self)))
+        self._task = loop.create_task(self._run())
 
-    async def _run(self, work: Callable[[RunProgress], Awaitable[Any]]) -> RunOutcome:
+    async def _run(self) -> RunOutcome:
         try:
-            value = await work(RunProgress(self))
+            value = await self._work
         except ToolFailure as failure:
             outcome = RunOutcome.failed(failure.message)
         except asyncio.CancelledError:
@@ -101,9 +103,9 @@ class TaskRun(RunHandle):
         return await asyncio.shield(self._task)
 
     async def stop(self) -> None:
-        if not self._task.done():
+        if not self._work.done():
             self._stop_requested = True
-            self._task.cancel()
+            self._work.cancel()
 
     def checkpoint(self) -> Any:
         return self._checkpoint
@@ -118,6 +120,10 @@ class TaskRun(RunHandle):
             if self._task.done():
                 return
             await changed.wait()
+
+
+async def _call(work: Callable[[RunProgress], Awaitable[Any]], progress: RunProgress) -> Any:
+    return await work(progress)
 
 
 __all__ = ["RunProgress", "TaskRun"]

@@ -37,10 +37,7 @@ async def _find(task_id: str) -> TaskSnapshot:
     owner = task_owner(current_tool_call().process_id)
     found = await _tasks().snapshot(task_id) if task_id.startswith(f"{owner}/task/") else None
     if found is None:
-        raise ToolFailure(
-            f"no background task {task_id!r} was launched in this conversation; use the "
-            "task_id of a launch_result"
-        )
+        raise ToolFailure(envelopes.not_found(task_id))
     return found
 
 

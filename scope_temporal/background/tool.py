@@ -15,7 +15,7 @@ import re
 import typing
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any, overload
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -170,11 +170,6 @@ class BackgroundTool(Tool[..., Any]):
         return f"BackgroundTool(name={self.name!r}, permission={self.spec.permission!r})"
 
 
-@overload
-def background_tool(impl: Any, /) -> BackgroundTool: ...
-
-
-@overload
 def background_tool(
     *,
     name: str | None = None,
@@ -190,31 +185,11 @@ def background_tool(
     auto_background: AutoBackground = True,
     deferred: bool = False,
     middleware: Sequence[Middleware] = (),
-) -> Callable[[Any], BackgroundTool]: ...
-
-
-def background_tool(
-    impl: Any = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    permission: Permission = "exec",
-    execution: Execution = "auto",
-    concurrency_key: str | None = None,
-    schema: dict[str, Any] | None = None,
-    foreground_timeout: timedelta | float | None = 120,
-    heartbeat_timeout: timedelta | float = 10,
-    task_timeout: timedelta | float = timedelta(hours=24),
-    max_attempts: int | None = None,
-    auto_background: AutoBackground = True,
-    deferred: bool = False,
-    middleware: Sequence[Middleware] = (),
-) -> BackgroundTool | Callable[[Any], BackgroundTool]:
-    """Declare a background tool from a class (instantiated without arguments) or an object.
+) -> Callable[[Any], BackgroundTool]:
+    """Declare a background tool: `@background_tool(...)` on a class (instantiated without
+    arguments), or `background_tool(...)(obj)` on an object implementing the layers.
 
     Args:
-        impl: the implementation when used bare (`@background_tool`) or called.
         name: the model-facing name; default the class name in snake_case.
         description: what the model is told; default the class docstring's first paragraph.
         permission, execution, concurrency_key, deferred, middleware: as for `@tool`.
@@ -293,7 +268,7 @@ def background_tool(
         )
         return BackgroundTool(obj, spec, tuple(middleware), arguments_type, auto_background)
 
-    return build if impl is None else build(impl)
+    return build
 
 
 def _positive(value: timedelta | float | None) -> timedelta | float | None:

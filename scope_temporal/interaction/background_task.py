@@ -36,15 +36,12 @@ from pydantic import BaseModel, ConfigDict
 from scope_temporal import errors
 from scope_temporal.background.protocols import RunOutcome
 from scope_temporal.errors import (
-    InvalidSignal,
-    InvalidToolInput,
-    NoSuchWait,
     ProtocolError,
     ScopeError,
-    SignalConflict,
     TaskEnded,
 )
 from scope_temporal.ids import wait_id
+from scope_temporal.interaction.answers import answer_digest, check_answer
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
@@ -53,10 +50,8 @@ from scope_temporal.interaction.snapshot import (
     TaskSnapshot,
     TaskStatus,
 )
-from scope_temporal.interaction.state import draft_of
-from scope_temporal.interaction.steering import content_digest
+from scope_temporal.interaction.state import transact
 from scope_temporal.tools.outcome import ProgressSummary, TaskLaunch
-from scope_temporal.tools.validation import validate_value
 
 T = TypeVar("T")
 
@@ -213,16 +208,13 @@ class BackgroundTaskMachine:
                 f"Background task {self._state.launch.task_id!r}: {event} is not legal in "
                 f"phase {phase}."
             )
-        draft = draft_of(self._state)
-        try:
-            result = change(draft)
-        except ScopeError:
-            raise
-        except Exception as exc:  # fail closed: never half-updated
-            self._end(self._state, "failed", error=f"internal error: {exc!r}")
-            self._state.code = errors.STATE_INVALID
-            raise ProtocolError(str(exc), code=errors.STATE_INVALID) from exc
-        self._state = draft
+
+        def crash(exc: Exception) -> None:  # fail closed: never half-updated
+            self._end(
+                self._state, "failed", error=f"internal error: {exc!r}", code=errors.STATE_INVALID
+            )
+
+        self._state, result = transact(self._state, change, crash)
         return result
 
     def next_attempt(self) -> AttemptPlan | None:
@@ -307,29 +299,16 @@ class BackgroundTaskMachine:
             InvalidToolInput: the response does not match the wait's schema.
         """
         s = self._state
-        digest = content_digest([wait, response])
-        if answer_id in s.answers:
-            if s.answers[answer_id] != digest:
-                raise SignalConflict(
-                    f"Answer id {answer_id!r} was already used with another answer."
-                )
-            return False
-        if not answer_id:
-            raise InvalidSignal("An answer needs a non-empty id (used to deduplicate).")
-        question = s.question
-        if s.phase != "waiting_input" or question is None or question.wait_id != wait:
-            open_id = question.wait_id if question and s.phase == "waiting_input" else None
-            raise NoSuchWait(
-                f"Background task {s.launch.task_id!r} has no open wait {wait!r} (open wait: "
-                f"{open_id!r}, status {self.snapshot().status}). Take the wait id from the "
-                "snapshot."
-            )
-        problem = validate_value(question.response_schema, response)
-        if problem is not None:
-            raise InvalidToolInput(
-                f"The answer does not match the response schema of wait {wait!r}: {problem}"
-            )
-        return True
+        question = s.question if s.phase == "waiting_input" else None
+        return check_answer(
+            f"Background task {s.launch.task_id!r}",
+            s.answers,
+            wait,
+            answer_id,
+            response,
+            open_wait=(question.wait_id, question.response_schema) if question else None,
+            closed=f"has ended ({s.phase})" if s.phase in _TERMINAL else None,
+        )
 
     def answer(self, wait: str, answer_id: str, response: Any) -> bool:
         """Accept a valid answer: a `resume` attempt with it runs next. False: a duplicate."""
@@ -337,7 +316,7 @@ class BackgroundTaskMachine:
             return False
 
         def change(s: TaskState) -> None:
-            s.answers[answer_id] = content_digest([wait, response])
+            s.answers[answer_id] = answer_digest(wait, response)
             s.phase = "ready"
             s.plan = self._plan("resume", s, request_id=answer_id, data=response)
 

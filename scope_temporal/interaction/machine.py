@@ -69,7 +69,7 @@ from scope_temporal.interaction.state import (
     InteractionState,
     PendingModel,
     SteerEnvelope,
-    draft_of,
+    transact,
 )
 from scope_temporal.interaction.steering import check_steer_messages, steer_digest
 from scope_temporal.outputs import Failure, Output
@@ -218,18 +218,14 @@ class InteractionMachine:
                 "it accepts no further input.",
                 code=errors.STATE_INVALID,
             )
-        draft = draft_of(self._state)
-        try:
-            result = change(draft)
-        except ScopeError:
-            raise
-        except Exception as exc:  # fail closed: never half-updated
+
+        def crash(exc: Exception) -> None:  # fail closed: never half-updated
             self._state.phase = "failed"
             self._state.failure = Failure.of(
                 errors.STATE_INVALID, f"internal error in the Interaction core: {exc!r}"
             )
-            raise ProtocolError(str(exc), code=errors.STATE_INVALID) from exc
-        self._state = draft
+
+        self._state, result = transact(self._state, change, crash)
         return result
 
     def next_effects(self) -> list[Effect]:

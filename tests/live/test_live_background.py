@@ -7,6 +7,8 @@ A task id is `<interaction id>/task/<model call seq>/<call index>`.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,8 +51,11 @@ class Run:
         return json.loads(self.model.requests[index].messages[-1].tool_results[0].content)
 
 
-async def run(env: WorkflowEnvironment, tmp_path: Path, plan: Any) -> Run:
-    """Serve the tools, run an Interaction whose model is `plan` to its end."""
+@asynccontextmanager
+async def started(
+    env: WorkflowEnvironment, tmp_path: Path, plan: Any
+) -> AsyncIterator[tuple[InteractionHandle, ScriptedModel]]:
+    """Serve the tools and start an Interaction whose model is `plan`."""
     model = ScriptedModel(plan)
     async with serving(
         env,
@@ -59,7 +64,12 @@ async def run(env: WorkflowEnvironment, tmp_path: Path, plan: Any) -> Run:
         models={"default": model},
         materializer=LocalFileMaterializer(tmp_path),
     ) as scope:
-        handle = await scope.start("bg", "go")
+        yield await scope.start("bg", "go"), model
+
+
+async def run(env: WorkflowEnvironment, tmp_path: Path, plan: Any) -> Run:
+    """Run an Interaction whose model is `plan` to its end."""
+    async with started(env, tmp_path, plan) as (handle, model):
         output = await handle.result()
         return Run(handle, output, model, await handle.snapshot())
 
@@ -154,15 +164,8 @@ async def test_task_cancel_stops_the_run(temporal_env: WorkflowEnvironment, tmp_
 async def test_cancelling_the_interaction_cancels_its_tasks(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    model = ScriptedModel(follow(("job", {"hold": True, "run_in_background": True})))
-    async with serving(
-        temporal_env,
-        [Definition("bg", tools=TOOLS)],
-        tools=TOOLS,
-        models={"default": model},
-        materializer=LocalFileMaterializer(tmp_path),
-    ) as scope:
-        handle = await scope.start("bg", "go")
+    plan = follow(("job", {"hold": True, "run_in_background": True}))
+    async with started(temporal_env, tmp_path, plan) as (handle, _):
         await eventually(lambda: _events(task_of(handle)), lambda e: "run" in e)
         await handle.cancel()
         snap = await eventually(handle.snapshot, lambda s: bool(s.tasks) and s.tasks[0].ended)
@@ -177,15 +180,7 @@ async def _events(task_id: str) -> list[str]:
 async def test_a_resumable_task_waits_refuses_a_bad_answer_and_takes_a_good_one(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    model = ScriptedModel(follow(("payment", {"to": "bob"})))
-    async with serving(
-        temporal_env,
-        [Definition("bg", tools=TOOLS)],
-        tools=TOOLS,
-        models={"default": model},
-        materializer=LocalFileMaterializer(tmp_path),
-    ) as scope:
-        handle = await scope.start("bg", "go")
+    async with started(temporal_env, tmp_path, follow(("payment", {"to": "bob"}))) as (handle, _):
         out = await handle.result()  # the model saw the question and stopped
         task_id = task_of(handle)
         assert json.loads(out.text)["status"] == "waiting_input"

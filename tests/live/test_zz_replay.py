@@ -1,7 +1,7 @@
 """CONFORMANCE 42: every history the live suite produced replays without non-determinism.
 
 Runs last among the live tests (file order). It replays every workflow in the dev
-server's namespace: roots, ToolCall children and delegates alike.
+server's namespace: roots, ToolCall children, delegates and background tasks alike.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import WorkflowReplayResult
 
 from scope_temporal import Definition, Message, ScriptedModel, reply, tool
-from scope_temporal.names import INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW
+from scope_temporal.names import INTERACTION_WORKFLOW, TASK_WORKFLOW, TOOL_CALL_WORKFLOW
 from scope_temporal.testing.replay import history_task_queue, replay_history
 from scope_temporal.workflows import registry
-from tests.live import loss_worker
+from tests.live import loss_worker, task_loss_worker
 from tests.live.harness import (
     DIVERGED_IDS,
     MODE_BY_QUEUE,
@@ -89,7 +89,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
     async for execution in client.list_workflows():
         if execution.id.split("/")[0] in DIVERGED_IDS:
             continue
-        if execution.workflow_type not in (INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW):
+        if execution.workflow_type not in (INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW, TASK_WORKFLOW):
             continue  # e.g. a placeholder a test started to block a child id
         history = await client.get_workflow_handle(
             execution.id, run_id=execution.run_id
@@ -100,6 +100,8 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             definitions = [
                 in_mode(d, MODE_BY_QUEUE.get(queue, "always")) for d in loss_worker.DEFINITIONS
             ]
+        elif queue.startswith("taskloss-"):  # the background worker-loss subprocesses
+            definitions = task_loss_worker.DEFINITIONS
         elif queue == "readme":  # served by the README program, in a subprocess
             definitions = readme_definitions()
         result = await replay_with_deadline(
