@@ -281,10 +281,15 @@ class BackgroundTaskMachine:
                 s.checkpoint = outcome.checkpoint
             self._ask(s, outcome.prompt, outcome.response_schema or {})
 
-    def on_progress(self, progress: ProgressSummary | None, resumed: str | None = None) -> None:
-        """A running attempt's news: newer progress, or that `resume` took answer `resumed`."""
+    def on_progress(
+        self, attempt: int, progress: ProgressSummary | None, resumed: str | None = None
+    ) -> None:
+        """A running attempt's news (`attempt` is its number): newer progress, or that
+        `resume` took the answer with id `resumed`."""
         s = self._state
         s.progress = s.progress.merged(progress)
+        if s.phase == "running":
+            s.attempt = max(s.attempt, attempt)
         plan = s.plan
         if resumed is not None and s.phase == "running" and plan and plan.request_id == resumed:
             s.verdicts.setdefault(resumed, "accepted")
@@ -440,7 +445,7 @@ class BackgroundTaskMachine:
             ref=s.ref,
             parent_id=s.parent_id,
             status=status,
-            attempt=s.attempt,
+            attempt=s.plan.attempt if s.phase == "running" and s.plan else s.attempt,
             progress=s.progress,
             question=question,
             data=s.data,

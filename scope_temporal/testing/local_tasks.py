@@ -49,7 +49,7 @@ class _Task:
         assert isinstance(tool, BackgroundTool)  # it launched the task
 
         async def tell(progress: ProgressSummary | None, resumed: str | None) -> None:
-            self.machine.on_progress(progress, resumed)
+            self.machine.on_progress(plan.attempt, progress, resumed)
             self.pump()
 
         try:

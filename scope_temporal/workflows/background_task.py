@@ -148,7 +148,7 @@ class BackgroundTaskWorkflow:
 
     @workflow.signal(name=names.TASK_REPORT)
     def report(self, input: TaskReport) -> None:
-        self._machine.on_progress(input.progress, input.resumed)
+        self._machine.on_progress(input.attempt, input.progress, input.resumed)
 
     @workflow.update(name=names.TASK_CANCEL)
     def cancel(self, input: TaskCancelInput) -> TaskSnapshot:

@@ -51,6 +51,8 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
         assert f"See it in the Temporal UI: {url}" in out
         for step in (
             'model #1 → search_logs(query="ERROR"), read_runbook(',
+            "⇢ export_logs continues in the background",
+            "✓ export_logs completed · task ",
             "? restart_service asks: Restart payments-worker?",
             'answered {"approved": true, "note": "auto-approved by --yes"} (--yes)',
             "(delegate) succeeded",
@@ -69,22 +71,29 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
         assert (await described.static_summary() or "").startswith(
             "ops: checkout is returning 502 errors"
         )
-        children = await _children(client, root, expected=7)
+        children = await _children(client, root, expected=9)
         assert children == {
             f"{root}/tool/1/0": 'tool search_logs(query="ERROR")',
             f"{root}/tool/1/1": children[f"{root}/tool/1/1"],
+            f"{root}/tool/1/2": "tool export_logs()",
             f"{root}/tool/2/0": 'tool search_logs(query="payments-worker", '
             'service="payments-worker")',
             f"{root}/tool/2/1": children[f"{root}/tool/2/1"],
             f"{root}/delegate/3/0": "delegate summarize -> summarizer",
             f"{root}/tool/4/0": children[f"{root}/tool/4/0"],
             f"{root}/tool/5/0": children[f"{root}/tool/5/0"],
+            f"{root}/tool/6/0": children[f"{root}/tool/6/0"],
         }
         assert children[f"{root}/tool/1/1"].startswith("tool read_runbook(query=")
         assert children[f"{root}/tool/4/0"].startswith(
             'tool restart_service(name="payments-worker"'
         )
         assert children[f"{root}/tool/5/0"].startswith("tool open_ticket(")
+        assert children[f"{root}/tool/6/0"].startswith("tool task_output(")
+        # the export's task is a child of the call that moved it to the background
+        task = await client.get_workflow_handle(f"{root}/task/1/2").describe()
+        assert task.workflow_type == "scope.BackgroundTask"
+        assert task.status == WorkflowExecutionStatus.COMPLETED
         tool_call = await client.get_workflow_handle(f"{root}/tool/4/0").describe()
         assert tool_call.workflow_type == "scope.ToolCall"
         delegate = await client.get_workflow_handle(f"{root}/delegate/3/0").describe()
@@ -95,7 +104,8 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
         assert hint == f"scope-temporal inspect {root} --address localhost:{port}"
         tree = run_cli(shlex.split(hint)[1:], env=clean_env(tmp_path), cwd=tmp_path)
         assert tree.returncode == 0, tree.stdout + tree.stderr
-        assert tree.stdout.startswith(f"{root} · ops · completed · 7 model call(s)")
+        assert tree.stdout.startswith(f"{root} · ops · completed · 8 model call(s)")
+        assert f"✓ export_logs completed · task {root}/task/1/2 · attempt 1" in tree.stdout
 
         assert demo.stop() == 0
         assert not port_open(port), "the embedded server stops with the demo"

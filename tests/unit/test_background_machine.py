@@ -168,7 +168,7 @@ def test_a_question_opens_one_wait_and_a_valid_answer_schedules_resume() -> None
         {"asked": True},
     )
     assert (plan.attempt) == 2
-    m.on_progress(None, resumed="a1")
+    m.on_progress(2, None, resumed="a1")
     assert m.verdict("a1") == "accepted"
     m.on_report(report(2, outcome=RunOutcome.completed("ok")))
     assert m.snapshot().status == "completed"
@@ -226,8 +226,8 @@ def test_an_answer_pending_when_the_task_ends_is_unapplied() -> None:
 def test_progress_counts_only_grow() -> None:
     m = machine()
     m.next_attempt()
-    m.on_progress(ProgressSummary(events=3, last_message="3/9"))
-    m.on_progress(ProgressSummary(events=2, last_message="stale"))
+    m.on_progress(1, ProgressSummary(events=3, last_message="3/9"))
+    m.on_progress(1, ProgressSummary(events=2, last_message="stale"))
     assert m.snapshot().progress.last_message == "3/9"
     m.on_report(report(outcome=RunOutcome.completed(None), progress=ProgressSummary(events=9)))
     assert m.snapshot().progress.events == 9
