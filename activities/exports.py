@@ -1,9 +1,10 @@
 """A background tool: export the incident's logs as evidence files (a simulated long job).
 
-`ExportLogs` (the model calls it `export_logs`) writes one JSON-lines file per service, a moment per service, and publishes a
-progress event after each. It runs in the foreground for a second; then the call moves to
-the background (the model gets a `launch_result` with the task id and reads the result
-later with `task_output`), while `scope-temporal run` shows its progress live.
+`ExportLogs` (the model calls it `export_logs`) writes one JSON-lines file per service,
+a moment per service, and publishes a progress event after each. It runs in the
+foreground for half a second; then the call moves to the background (the model gets a
+`launch_result` with the task id and reads the result later with `task_output`), while
+`scope-temporal run` shows its progress live.
 
 It has every capability layer a long job can have:
 - **handoff** (`adopt`): the live run moves to the background without starting again;
@@ -54,7 +55,7 @@ def _chosen(arguments: ExportArgs) -> list[str]:
 
 
 @background_tool(
-    permission="write", execution="parallel", foreground_timeout=1, heartbeat_timeout=5
+    permission="write", execution="parallel", foreground_timeout=0.5, heartbeat_timeout=5
 )
 class ExportLogs:
     """Export service logs as evidence files (one per service; takes a few seconds, and
@@ -73,15 +74,18 @@ class ExportLogs:
         folder = EXPORTS / quote(task_id, safe="")
 
         async def export(progress: RunProgress) -> Any:
-            folder.mkdir(parents=True, exist_ok=True)
-            for index, service in enumerate(chosen[done:], start=done + 1):
-                await asyncio.sleep(STEP_SECONDS)
-                lines = (LOGS / f"{service}.log").read_text().splitlines()
-                with (folder / f"{service}.jsonl").open("w") as out:  # idempotent per step
-                    out.writelines(json.dumps({"service": service, "line": x}) + "\n" for x in lines)
-                progress.checkpoint({"done": index})
-                update = _update(index, service, len(chosen), len(lines))
-                progress.publish(update.event_id, data=update.data, metadata=update.metadata)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                for index, service in enumerate(chosen[done:], start=done + 1):
+                    await asyncio.sleep(STEP_SECONDS)
+                    lines = (LOGS / f"{service}.log").read_text().splitlines()
+                    rows = [json.dumps({"service": service, "line": x}) + "\n" for x in lines]
+                    (folder / f"{service}.jsonl").write_text("".join(rows))  # idempotent
+                    progress.checkpoint({"done": index})
+                    update = _update(index, service, len(chosen), len(lines))
+                    progress.publish(update.event_id, data=update.data, metadata=update.metadata)
+            finally:  # ended: a later Interaction may reuse the id, and memory is freed
+                self.runs.pop(task_id, None)
             return {"folder": str(folder), "files": len(chosen)}
 
         replay = [

@@ -7,8 +7,8 @@ or `SCOPE_MODEL_BASE_URL` to put a real model in its place (see `activities/mode
 
 The investigation it plays, one step per model call:
   1. search every log for ERROR and read the runbook matching the request (in parallel),
-     and start exporting the logs as evidence (`export_logs`, a background tool: after a
-     second it moves to the background and the investigation goes on);
+     and start exporting the logs as evidence (`export_logs`, a background tool: after
+     half a second it moves to the background and the investigation goes on);
   2. find who holds the database connections; read that service's log and the
      connection runbook (in parallel);
   3. ask the `summarize` delegate to condense the evidence;

@@ -52,6 +52,8 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
         for step in (
             'model #1 → search_logs(query="ERROR"), read_runbook(',
             "⇢ export_logs continues in the background",
+            "⋯ export_logs running · task ",  # its progress, live
+            "progress event(s): exported ",
             "✓ export_logs completed · task ",
             "? restart_service asks: Restart payments-worker?",
             'answered {"approved": true, "note": "auto-approved by --yes"} (--yes)',

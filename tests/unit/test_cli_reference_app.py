@@ -4,22 +4,11 @@ deferred tool advertised by another tool; its default model is the offline plann
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from scope_temporal import Message, OpenAIChatModel, ScriptedModel
 from scope_temporal.cli._app import describe_model, load_app, project_root
 from scope_temporal.testing import LocalRunner
-
-
-@pytest.fixture(autouse=True)
-def quick_exports(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The export writes into the test's folder, and fast."""
-    import activities.exports
-
-    monkeypatch.setattr(activities.exports, "EXPORTS", tmp_path / "exports")
-    monkeypatch.setattr(activities.exports, "STEP_SECONDS", 0.3)
 
 
 def _runner() -> LocalRunner:
