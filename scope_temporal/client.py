@@ -29,7 +29,6 @@ from temporalio.service import RPCError, RPCStatusCode
 from scope_temporal import errors, names
 from scope_temporal.chat import Message
 from scope_temporal.errors import ScopeError
-from scope_temporal.interaction.background_task import task_process
 from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
@@ -38,6 +37,7 @@ from scope_temporal.interaction.snapshot import (
     TreeSnapshot,
     UnknownEffect,
 )
+from scope_temporal.interaction.task_values import task_process
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
     ControlInput,

@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import ContextRef
-from scope_temporal.interaction.background_task import AttemptPlan
 from scope_temporal.interaction.effects import Settlement, ToolEffectRequest
 from scope_temporal.interaction.state import InteractionState
+from scope_temporal.interaction.task_values import AttemptPlan
 from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.tools.outcome import InputRequired, ProgressSummary, TaskLaunch, Unknown
 

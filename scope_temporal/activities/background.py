@@ -14,7 +14,7 @@ from scope_temporal import names
 from scope_temporal.background.attempts import run_attempt
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.background.tool import BackgroundTool
-from scope_temporal.interaction.background_task import AttemptReport
+from scope_temporal.interaction.task_values import AttemptReport
 from scope_temporal.payloads import HeartbeatState, TaskAttemptInput, TaskReport
 from scope_temporal.tools.outcome import ProgressSummary
 from scope_temporal.tools.registry import ToolRegistry

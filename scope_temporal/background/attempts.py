@@ -27,7 +27,7 @@ from scope_temporal.background.progress import summary_after
 from scope_temporal.background.protocols import RunHandle, RunOutcome
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.background.tool import BackgroundTool
-from scope_temporal.interaction.background_task import AttemptPlan, AttemptReport
+from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.payloads import HeartbeatState
 from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.outcome import ProgressSummary

@@ -17,13 +17,10 @@ from scope_temporal.background.materializer import MemoryMaterializer
 from scope_temporal.background.runtime import BackgroundRuntime, LiveRuns
 from scope_temporal.background.tool import BackgroundTool
 from scope_temporal.errors import InvalidToolInput, TaskEnded
-from scope_temporal.interaction.background_task import (
-    AttemptPlan,
-    AttemptReport,
-    BackgroundTaskMachine,
-)
+from scope_temporal.interaction.background_task import BackgroundTaskMachine
 from scope_temporal.interaction.effects import ToolEffectRequest
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
+from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.tools.outcome import Backgrounded, ProgressSummary, Succeeded
 from scope_temporal.tools.registry import ToolRegistry
 

@@ -23,12 +23,9 @@ from temporalio.exceptions import ActivityError, TimeoutError
 
 from scope_temporal import errors, names
 from scope_temporal.errors import ScopeError
-from scope_temporal.interaction.background_task import (
-    AttemptPlan,
-    AttemptReport,
-    BackgroundTaskMachine,
-)
+from scope_temporal.interaction.background_task import BackgroundTaskMachine
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
+from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.payloads import (
     HeartbeatState,
     TaskAttemptInput,

@@ -15,10 +15,8 @@ from scope_temporal.errors import (
     SignalConflict,
     TaskEnded,
 )
-from scope_temporal.interaction.background_task import (
-    AttemptReport,
-    BackgroundTaskMachine,
-)
+from scope_temporal.interaction.background_task import BackgroundTaskMachine
+from scope_temporal.interaction.task_values import AttemptReport
 from scope_temporal.tools.outcome import ProgressSummary, TaskLaunch
 from scope_temporal.tools.spec import BackgroundSpec
 
