@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta  # deterministic: a value type, no clock
 
+from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, TimeoutError
@@ -117,7 +118,10 @@ class BackgroundTaskWorkflow:
             checkpoint = None
             cause = error.cause
             if isinstance(cause, TimeoutError) and cause.last_heartbeat_details:
-                beat = HeartbeatState.model_validate(cause.last_heartbeat_details[0])
+                try:
+                    beat = HeartbeatState.model_validate(cause.last_heartbeat_details[0])
+                except ValidationError:  # not ours: recover from the last known checkpoint
+                    beat = HeartbeatState()
                 checkpoint = beat.checkpoint
             return AttemptReport(
                 attempt=0, lost=describe_activity_error(error), checkpoint=checkpoint
