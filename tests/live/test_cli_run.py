@@ -3,6 +3,7 @@ pexpect), then `list`, `inspect`, `steer`, `answer` and `resolve` on running Int
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shlex
@@ -87,6 +88,8 @@ def test_run_refuses_a_bad_answer_with_the_schema_message_and_a_good_one_continu
         timeout=30,
         dimensions=(50, 200),
     )
+    shown = io.StringIO()
+    child.logfile_read = shown
     try:
         child.expect(r"restart_service asks: Restart payments-worker\?")
         child.expect(re.escape('{"approved": boolean, "note": string} (required: approved)'))
@@ -115,6 +118,11 @@ def test_run_refuses_a_bad_answer_with_the_schema_message_and_a_good_one_continu
     snap = stack.snapshot("run-pexpect")
     assert snap["status"] == "completed"
     assert "artifact: summarize (run-pexpect/delegate/3/0)" in transcript
+    # the background export: moved to the background, its end shown as it happened
+    assert "⇢ export_logs continues in the background" in shown.getvalue()
+    assert "✓ export_logs completed · task run-pexpect/task/1/2 · attempt 1 · 4 progress" in (
+        shown.getvalue()
+    )
 
 
 def test_list_inspect_steer_answer_on_a_running_interaction(stack: Stack) -> None:

@@ -7,13 +7,25 @@ server's namespace: roots, ToolCall children, delegates and background tasks ali
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
+from pydantic import BaseModel
 from temporalio.client import WorkflowHistory
 from temporalio.converter import StorageDriver
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import WorkflowReplayResult
 
-from scope_temporal import Definition, Message, ScriptedModel, reply, tool
+from scope_temporal import (
+    Definition,
+    Message,
+    RunHandle,
+    RunProgress,
+    ScriptedModel,
+    TaskRun,
+    background_tool,
+    reply,
+    tool,
+)
 from scope_temporal.names import INTERACTION_WORKFLOW, TASK_WORKFLOW, TOOL_CALL_WORKFLOW
 from scope_temporal.testing.replay import history_task_queue, replay_history
 from scope_temporal.workflows import registry
@@ -33,6 +45,24 @@ from tests.live.test_readme import readme_block
 def echo(text: str) -> str:
     """Echo."""
     return text
+
+
+class LaterArgs(BaseModel):
+    text: str
+
+
+class Later:
+    """Echo, in the background."""
+
+    async def start(self, task_id: str, arguments: LaterArgs, attempt: int) -> RunHandle:
+        async def work(progress: RunProgress) -> str:
+            progress.publish("echo", data=arguments.text)
+            return arguments.text
+
+        return TaskRun(work)
+
+
+later = background_tool(permission="read")(Later)
 
 
 def readme_definitions() -> list[Definition]:
@@ -67,16 +97,25 @@ async def replay_with_deadline(
 
 
 async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvironment) -> None:
-    # Make sure at least one full tool round exists even when this file runs alone.
-    model = ScriptedModel([reply.tool_calls(("echo", {"text": "hi"})), reply.text("bye")])
+    # Make sure at least one full tool round and one background task exist even when this
+    # file runs alone.
+    model = ScriptedModel(
+        [
+            reply.tool_calls(
+                ("echo", {"text": "hi"}), ("later", {"text": "hi", "run_in_background": True})
+            ),
+            reply.text("bye"),
+        ]
+    )
     async with serving(
         temporal_env,
-        [Definition("replay-me", tools=[echo])],
-        tools=[echo],
+        [Definition("replay-me", tools=[echo, later])],
+        tools=[echo, later],
         models={"default": model},
     ) as scope:
         handle = await scope.start("replay-me", [Message.user("go")])
         await handle.result()
+        await eventually(handle.snapshot, lambda s: [t.status for t in s.tasks] == ["completed"])
 
     async def visible() -> list[str]:
         return [e.id async for e in temporal_env.client.list_workflows()]
@@ -85,7 +124,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
 
     client = temporal_env.client
     failures: dict[str, str] = {}
-    replayed = 0
+    replayed: Counter[str] = Counter()
     async for execution in client.list_workflows():
         if execution.id.split("/")[0] in DIVERGED_IDS:
             continue
@@ -110,8 +149,9 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
         if result is None:
             failures[execution.id] = "replay did not finish in 2 x 30 s"
             continue
-        replayed += 1
+        replayed[execution.workflow_type] += 1
         if result.replay_failure is not None:
             failures[execution.id] = repr(result.replay_failure)
-    assert replayed >= 2
+    assert replayed[INTERACTION_WORKFLOW] >= 1 and replayed[TOOL_CALL_WORKFLOW] >= 1
+    assert replayed[TASK_WORKFLOW] >= 1
     assert failures == {}
