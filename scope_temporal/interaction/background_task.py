@@ -196,7 +196,7 @@ class BackgroundTaskMachine:
             )
         elif outcome.status == "canceled" or s.cancel_reason is not None:
             self._end(
-                s, "canceled", error=outcome.error or s.cancel_reason, code=errors.TASK_CANCELED
+                s, "canceled", error=s.cancel_reason or outcome.error, code=errors.TASK_CANCELED
             )
         elif not s.launch.settings.resumable:
             self._end(

@@ -33,6 +33,7 @@ from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
+    TaskSnapshot,
     TreeSnapshot,
     UnknownEffect,
 )
@@ -172,6 +173,18 @@ class LocalRun:
         raise errors.SettlementMismatch(
             f"{type(settlement).__name__} does not settle process {unknown.process_id!r}."
         )
+
+    async def cancel_task(self, task_id: str, reason: str = "") -> TaskSnapshot:
+        """Stop a background task of this run (see `InteractionHandle.cancel_task`).
+
+        Raises:
+            TaskNotFound: no background task has this id.
+            TaskEnded: it had already ended.
+        """
+        found = await self.tasks.cancel(task_id, reason or "host")
+        if found is None:
+            raise errors.TaskNotFound(f"No background task {task_id!r}.")
+        return found
 
     async def pause(self) -> None:
         for process in self._processes.values():

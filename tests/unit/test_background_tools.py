@@ -18,9 +18,12 @@ from scope_temporal import (
     RunOutcome,
     RunProgress,
     ScriptedModel,
+    TaskEnded,
+    TaskNotFound,
     TaskRun,
     ToolFailure,
     background_tool,
+    reply,
     tool,
 )
 from scope_temporal.background.task_tools import TASK_TOOLS
@@ -313,3 +316,22 @@ async def test_the_task_tools_reach_only_this_interactions_tasks() -> None:
     [envelope] = seen
     assert (envelope["type"], envelope["status"]) == ("update", "not_found")
     assert handle.snapshot().settled_results[0].entries[0].disposition == "failed"
+
+
+async def test_a_host_cancels_a_task_once() -> None:
+    plan = [
+        reply.tool_calls(("hand_off", {"seconds": 30, "run_in_background": True})),
+        reply.text("started"),
+    ]
+    seen, handle = await run(plan)
+    assert seen[0]["type"] == "launch_result"  # the Interaction ended; the task goes on
+    [task] = handle.snapshot().tasks
+    assert task.status == "running"
+    assert (await handle.cancel_task(task.task_id, "not needed")).cancel_requested
+    await handle.idle()
+    [task] = handle.snapshot().tasks
+    assert (task.status, task.error) == ("canceled", "not needed")
+    with pytest.raises(TaskEnded):
+        await handle.cancel_task(task.task_id)
+    with pytest.raises(TaskNotFound):
+        await handle.cancel_task("nope/task/1/0")
