@@ -81,6 +81,9 @@ class Recovering:
 class Plain:
     """Sleep (neither hands over nor recovers)."""
 
+    def prepare_input(self, arguments: Args) -> Args:
+        return Args(seconds=min(arguments.seconds, 0.1))  # never sleep long
+
     async def start(self, task_id: str, arguments: Args, attempt: int) -> RunHandle:
         LOG.append(f"start {attempt}")
         return _sleeper(arguments)
@@ -264,7 +267,14 @@ async def test_a_recoverable_tool_moves_by_recovering_the_same_run() -> None:
 
 async def test_a_tool_that_can_neither_hand_over_nor_recover_stays_in_the_foreground() -> None:
     seen, _ = await run(follow(("plain", {"seconds": 0.2})))
-    assert seen[0]["type"] == "foreground_result" and seen[0]["status"] == "completed"
+    assert seen == [
+        {
+            "type": "foreground_result",
+            "tool": "plain",
+            "status": "completed",
+            "data": {"slept": 0.1},
+        }
+    ]
 
 
 async def test_explicit_false_and_the_auto_background_policy_keep_a_run_in_the_foreground() -> None:
@@ -273,6 +283,11 @@ async def test_explicit_false_and_the_auto_background_policy_keep_a_run_in_the_f
     LOG.clear()
     seen, _ = await run(follow(("picky", {"seconds": 0.2})))
     assert seen[0]["type"] == "foreground_result" and LOG == []
+
+
+async def test_prepare_input_rewrites_the_arguments_the_task_runs_with() -> None:
+    seen, _ = await run(follow(("plain", {"seconds": 99, "run_in_background": True})))
+    assert (seen[-1]["status"], seen[-1]["data"]) == ("completed", {"slept": 0.1})
 
 
 async def test_run_in_background_starts_the_task_directly() -> None:
