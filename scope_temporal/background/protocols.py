@@ -9,7 +9,10 @@ Capability layers, each adding one method (the tool class implements what it can
   must not start the operation).
 - **recoverable** (`Recoverable`): `recover(task_id, arguments, attempt, checkpoint)`
   rebuilds a handle to the *same* operation from its last checkpoint, and `start` is
-  idempotent per task id. Only such tools survive the loss of a worker.
+  idempotent per task id. Only such tools survive the loss of a worker. A recovery may run
+  on another worker than the one the operation started on: an operation living in the
+  worker's process should also be a handoff tool (then it moves with `adopt`, on its own
+  worker, and `recover` only rebuilds it after that worker is gone).
 - **resumable** (`Resumable`): `resume(task_id, arguments, attempt, request_id, data,
   checkpoint)` continues a run that waits for input; it raises `ToolFailure` for input it
   refuses *before* any side effect, and applies one request id at most once.

@@ -243,17 +243,20 @@ def background_tool(
         foreground = checked_timeout(
             str(tool_name), "foreground_timeout", _positive(foreground_timeout)
         )
-        settings = BackgroundSpec(
-            foreground_timeout=foreground,
-            heartbeat_timeout=checked_timeout(
-                str(tool_name), "heartbeat_timeout", heartbeat_timeout
-            ),
-            task_timeout=checked_timeout(str(tool_name), "task_timeout", task_timeout),
-            max_attempts=attempts,
-            recoverable=recoverable,
-            resumable=isinstance(obj, Resumable),
-            handoff=isinstance(obj, Handoff),
-        )
+        try:
+            settings = BackgroundSpec(
+                foreground_timeout=foreground,
+                heartbeat_timeout=checked_timeout(
+                    str(tool_name), "heartbeat_timeout", heartbeat_timeout
+                ),
+                task_timeout=checked_timeout(str(tool_name), "task_timeout", task_timeout),
+                max_attempts=attempts,
+                recoverable=recoverable,
+                resumable=isinstance(obj, Resumable),
+                handoff=isinstance(obj, Handoff),
+            )
+        except ValidationError as error:  # e.g. heartbeat_timeout=None
+            raise DefinitionError(f"tool {tool_name!r}: {error.errors()[0]['msg']}") from None
         spec = checked_spec(
             tool_name,
             description=summary(inspect.getdoc(type(obj))) if description is None else description,

@@ -174,6 +174,14 @@ class BackgroundTaskMachine:
         if report.refused is not None and request is not None:
             s.verdicts[request] = "refused"
             s.refusals[request] = report.refused
+            s.rejected_signals.append(  # visible in the snapshot, however the answer came
+                RejectedSignal(
+                    signal_id=request,
+                    signal="tool_input",
+                    code=errors.TOOL_ANSWER_INVALID,
+                    message=f"the tool refused the answer: {report.refused}",
+                )
+            )
             if s.cancel_reason is not None:
                 self._end(s, "canceled", error=s.cancel_reason, code=errors.TASK_CANCELED)
             else:

@@ -179,6 +179,8 @@ def test_a_refused_answer_reopens_the_same_wait_and_a_duplicate_is_refused_again
     m.next_attempt()
     m.on_report(report(2, refused="over the limit"))
     assert (m.verdict("a1"), m.refusal("a1")) == ("refused", "over the limit")
+    [rejected] = m.process_snapshot().rejected_signals
+    assert (rejected.signal_id, rejected.code) == ("a1", "tool.answer.invalid")
     task = m.snapshot()
     assert task.status == "waiting_input" and task.question is not None
     assert task.question.wait_id == wait
