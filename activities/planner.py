@@ -6,21 +6,26 @@ and the tests run the whole product offline and deterministically; set `OPENAI_A
 or `SCOPE_MODEL_BASE_URL` to put a real model in its place (see `activities/models.py`).
 
 The investigation it plays, one step per model call:
-  1. search every log for ERROR and read the runbook matching the request (in parallel);
+  1. search every log for ERROR and read the runbook matching the request (in parallel),
+     and start exporting the logs as evidence (`export_logs`, a background tool: after
+     half a second it moves to the background and the investigation goes on);
   2. find who holds the database connections; read that service's log and the
      connection runbook (in parallel);
   3. ask the `summarize` delegate to condense the evidence;
   4. restart the culprit (`restart_service` asks a human for approval);
   5. open a ticket, if a runbook made `open_ticket` available;
-  6. reply with a first draft -- without a "Root cause:" line, so the completion
+  6. read the export's result (`task_output`, waiting for it to finish);
+  7. reply with a first draft -- without a "Root cause:" line, so the completion
      validator rejects it and you can watch the feedback loop;
-  7. reply with the final report.
+  8. reply with the final report.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
+from typing import Any
 
 from scope_temporal import Message, ModelRequest, Response, ToolCall, ToolResult, reply
 
@@ -114,10 +119,14 @@ def _investigate(request: ModelRequest) -> Response:
     offered = {t.name for t in request.tools}
     searches = progress.results("search_logs")
     if not searches:
-        return reply.tool_calls(
+        calls: list[tuple[str, dict[str, Any]]] = [
             ("search_logs", {"query": "ERROR"}),
             ("read_runbook", {"query": progress.prompt}),
-            text="Searching every log for errors and looking up the matching runbook.",
+        ]
+        if "export_logs" in offered:
+            calls.append(("export_logs", {}))
+        return reply.tool_calls(
+            *calls, text="Searching every log for errors and looking up the matching runbook."
         )
     if len(searches) == 1 and suspect:
         return reply.tool_calls(
@@ -151,6 +160,12 @@ def _investigate(request: ModelRequest) -> Response:
                              "severity": "sev2"}),
             text="Recording the incident for the owning team.",
         )
+    export = _envelope(progress.results("export_logs"))
+    if export.get("type") == "launch_result" and not progress.results("task_output"):
+        return reply.tool_calls(
+            ("task_output", {"task_id": export["task_id"], "wait_seconds": 60}),
+            text="Waiting for the evidence export to finish.",
+        )
     if progress.drafts == 0:
         # A first draft without the root-cause line: the completion validator sends it back.
         return reply.text(f"Incident summary\n\n{_report_body(progress, facts)}")
@@ -176,10 +191,30 @@ def _root_cause(facts: dict[str, str]) -> str:
     return cause + "."
 
 
+def _envelope(results: list[ToolResult]) -> dict[str, Any]:
+    """The JSON envelope of the latest result (background tools answer with one)."""
+    try:
+        found = json.loads(results[-1].content) if results else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _export_line(progress: _Progress) -> str | None:
+    """What became of the evidence export, from its foreground result or its task's output."""
+    done = _envelope(progress.results("task_output")) or _envelope(progress.results("export_logs"))
+    data = done.get("data")
+    if done.get("status") == "completed" and isinstance(data, dict):
+        return f"- export_logs: {data.get('files')} evidence file(s) in {data.get('folder')}"
+    if done:
+        return f"- export_logs: {done.get('status')} {done.get('error') or ''}".rstrip()
+    return None
+
+
 def _report_body(progress: _Progress, facts: dict[str, str]) -> str:
     summary = progress.results("summarize")
     evidence = summary[-1].content if summary else "\n".join(progress.lines()[:10])
-    actions = []
+    actions = [line for line in [_export_line(progress)] if line]
     for name in ("restart_service", "open_ticket"):
         for result in progress.results(name):
             state = "failed: " if result.is_error else ""

@@ -6,6 +6,21 @@ non-retrying activity, and an ambiguous outcome becomes an unknown Effect the ho
 
 from typing import TYPE_CHECKING
 
+from scope_temporal.background import (
+    BackgroundOperation,
+    BackgroundTool,
+    Handoff,
+    LocalFileMaterializer,
+    OutputMaterializer,
+    ProgressUpdate,
+    Recoverable,
+    Resumable,
+    RunHandle,
+    RunOutcome,
+    RunProgress,
+    TaskRun,
+    background_tool,
+)
 from scope_temporal.chat import (
     FinishReason,
     Message,
@@ -31,6 +46,8 @@ from scope_temporal.errors import (
     ScopeError,
     SettlementMismatch,
     SignalConflict,
+    TaskEnded,
+    TaskNotFound,
     UnknownDefinition,
 )
 from scope_temporal.interaction.snapshot import (
@@ -39,6 +56,7 @@ from scope_temporal.interaction.snapshot import (
     ProcessSnapshot,
     ResultEntry,
     RoundResults,
+    TaskSnapshot,
     TreeSnapshot,
     UnknownEffect,
 )
@@ -63,6 +81,7 @@ from scope_temporal.tools import (
     tool,
     tool_input_continuation,
 )
+from scope_temporal.tools.outcome import ProgressSummary
 from scope_temporal.worker import ScopeWorker
 
 if TYPE_CHECKING:  # the real class for type checkers; at run time see __getattr__
@@ -80,6 +99,8 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "ActiveDelegate",
     "Artifact",
+    "BackgroundOperation",
+    "BackgroundTool",
     "CompletionCandidate",
     "CompletionDecision",
     "Definition",
@@ -87,6 +108,7 @@ __all__ = [
     "Delegate",
     "DirectoryStorage",
     "FinishReason",
+    "Handoff",
     "HostFailure",
     "InteractionAlreadyStarted",
     "InteractionCanceled",
@@ -97,6 +119,7 @@ __all__ = [
     "InvalidSignal",
     "InvalidToolInput",
     "LiveText",
+    "LocalFileMaterializer",
     "Message",
     "Middleware",
     "Model",
@@ -105,18 +128,30 @@ __all__ = [
     "OpenAIChatModel",
     "Options",
     "Output",
+    "OutputMaterializer",
     "PendingToolInput",
     "ProcessSnapshot",
+    "ProgressSummary",
+    "ProgressUpdate",
     "ProtocolError",
+    "Recoverable",
     "Response",
     "ResultEntry",
+    "Resumable",
     "RoundResults",
+    "RunHandle",
+    "RunOutcome",
+    "RunProgress",
     "ScopeClient",
     "ScopeError",
     "ScopeWorker",
     "ScriptedModel",
     "SettlementMismatch",
     "SignalConflict",
+    "TaskEnded",
+    "TaskNotFound",
+    "TaskRun",
+    "TaskSnapshot",
     "Tool",
     "ToolCall",
     "ToolDefinition",
@@ -131,6 +166,7 @@ __all__ = [
     "UnknownEffect",
     "Usage",
     "advertise_tools",
+    "background_tool",
     "chain",
     "current_tool_call",
     "inner",

@@ -33,9 +33,11 @@ from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
+    TaskSnapshot,
     TreeSnapshot,
     UnknownEffect,
 )
+from scope_temporal.interaction.task_values import task_process
 from scope_temporal.models.streaming import LiveText
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
@@ -45,6 +47,7 @@ from scope_temporal.payloads import (
     SteerInput,
     ToolInputAnswer,
 )
+from scope_temporal.tasks import TemporalTaskAccess
 from scope_temporal.tools.validation import validate_value
 from scope_temporal.worker import with_pydantic_converter
 
@@ -55,6 +58,7 @@ _ERRORS_BY_CODE: dict[str, type[ScopeError]] = {
     errors.TOOL_WAIT_UNKNOWN: errors.NoSuchWait,
     errors.SETTLEMENT_MISMATCH: errors.SettlementMismatch,
     errors.DEFINITION_UNKNOWN: errors.UnknownDefinition,
+    errors.TASK_ENDED: errors.TaskEnded,
 }
 
 
@@ -294,7 +298,8 @@ class InteractionHandle:
         await self._workflow().cancel()
 
     async def snapshot(self, *, timeout: timedelta | None = timedelta(seconds=10)) -> TreeSnapshot:
-        """The tree: the root and every active child process, queried live.
+        """The tree: the root, every active child process, and every background task
+        launched in it (running or ended, with its progress), queried live.
 
         Args:
             timeout: per query; a query needs a worker, so without one it would hang.
@@ -305,14 +310,43 @@ class InteractionHandle:
         """
         root = await self._query(self.id, timeout, required=True)
         assert root is not None
-        processes = [root]
-        frontier = list(root.active_children)
+        processes: list[ProcessSnapshot] = []
+        frontier = [root]
         while frontier:
-            child = await self._query(frontier.pop(0), timeout, required=False)
-            if child is not None:  # a child that ended meanwhile has nothing to add
-                processes.append(child)
-                frontier.extend(child.active_children)
+            process = frontier.pop(0)
+            processes.append(process)
+            for child_id in process.active_children:
+                child = await self._query(child_id, timeout, required=False)
+                if child is not None:  # a child that ended meanwhile has nothing to add
+                    frontier.append(child)
+            for task_id in process.background_tasks:
+                task = await self._task(task_id, timeout)
+                if task is not None:
+                    processes.append(task_process(task, process.definition))
         return TreeSnapshot(root=root, processes=tuple(processes))
+
+    async def _task(self, task_id: str, timeout: timedelta | None) -> TaskSnapshot | None:
+        access = TemporalTaskAccess(self.scope.client, timeout=timeout or timedelta(seconds=10))
+        try:
+            return await access.snapshot(task_id)
+        except (RPCError, WorkflowQueryFailedError):
+            return None  # not reachable right now: the next snapshot shows it
+
+    async def cancel_task(self, task_id: str, reason: str = "") -> TaskSnapshot:
+        """Stop a background task of this tree (safe to repeat while it stops).
+
+        Returns:
+            Its snapshot right after the request (`cancel_requested`; it ends `canceled`
+            once its run has stopped, or with whatever the run reached first).
+
+        Raises:
+            TaskNotFound: no background task has this id.
+            TaskEnded: it had already ended.
+        """
+        found = await TemporalTaskAccess(self.scope.client).cancel(task_id, reason or "host")
+        if found is None:
+            raise errors.TaskNotFound(f"No background task {task_id!r}.")
+        return found
 
     async def _query(
         self, process_id: str, timeout: timedelta | None, *, required: bool

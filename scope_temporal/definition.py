@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
+from scope_temporal.background.task_tools import TASK_TOOL_NAMES, TASK_TOOLS
 from scope_temporal.chat import Options
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen, freeze_json
@@ -155,6 +156,28 @@ class Delegate(Frozen):
         }
 
 
+def _with_task_tools(name: str, toolset: ToolSet) -> ToolSet:
+    """The set plus `task_status`, `task_output` and `task_cancel` when it binds a
+    background tool (the model follows its tasks with them).
+
+    Raises:
+        DefinitionError: the set also binds a tool under one of those names.
+    """
+    specs = toolset.tools + toolset.deferred
+    if not any(spec.background is not None for spec in specs):
+        return toolset
+    framework = [t.spec for t in TASK_TOOLS]
+    taken = sorted(s.name for s in specs if s.name in TASK_TOOL_NAMES and s not in framework)
+    if taken:
+        raise DefinitionError(
+            f"Definition {name!r} binds background tools, so the names {taken} are reserved "
+            "for the task tools the framework adds; rename those tools."
+        )
+    if all(spec in specs for spec in framework):  # a ToolSet taken from another Definition
+        return toolset
+    return ToolSet(toolset.name, [*toolset.tools, *TASK_TOOLS], deferred=toolset.deferred)
+
+
 def _check_schema(owner: str, schema: dict[str, Any]) -> None:
     try:
         check_schema(schema)
@@ -234,6 +257,7 @@ class Definition(Frozen):
                 f"Definition {name!r}: max_concurrent_tool_calls must be >= 0 (0 behaves as 1)."
             )
         toolset = tools if isinstance(tools, ToolSet) else ToolSet(f"{name}-tools", tools or ())
+        toolset = _with_task_tools(name, toolset)
         for spec in toolset.tools + toolset.deferred:
             if not is_provider_tool_name(spec.name):
                 raise DefinitionError(f"Definition {name!r}: invalid tool name {spec.name!r}.")
@@ -282,6 +306,11 @@ class Definition(Frozen):
         ).hexdigest()
         self._freeze()
 
+    @property
+    def binds_background_tools(self) -> bool:
+        """True when a bound tool is a background tool (the task tools are bound too)."""
+        return any(s.background is not None for s in self.tools.tools + self.tools.deferred)
+
     def delegate(self, delegate_name: str) -> Delegate | None:
         for delegate in self.delegates:
             if delegate.name == delegate_name:
@@ -297,8 +326,8 @@ class Definition(Frozen):
             "instructions": self.instructions,
             "model": self.model,
             "toolset": self.tools.name,
-            "tools": [s.model_dump(mode="json") for s in self.tools.tools],
-            "deferred": [s.model_dump(mode="json") for s in self.tools.deferred],
+            "tools": [s.declaration() for s in self.tools.tools],
+            "deferred": [s.declaration() for s in self.tools.deferred],
             "delegates": [d.declaration() for d in self.delegates],
             "max_model_calls": self.max_model_calls,
             "max_concurrent_tool_calls": self.max_concurrent_tool_calls,

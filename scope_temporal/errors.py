@@ -40,6 +40,14 @@ TOOL_EXECUTION_FAILED = "tool.execution_failed"
 TOOL_TIMEOUT = "tool.timeout"
 TOOL_WAIT_UNKNOWN = "tool.wait.unknown"
 TOOL_ANSWER_INVALID = "tool.answer.invalid"
+# Background tasks
+TASK_LOST = "tool.background.lost"
+TASK_NOT_FOUND = "tool.background.not_found"
+TASK_ENDED = "tool.background.ended"
+TASK_CANCELED = "tool.background.canceled"
+TASK_NOT_RESUMABLE = "tool.background.not_resumable"
+TASK_PROGRESS_CONFLICT = "tool.background.progress_conflict"
+TASK_PROGRESS_INVALID = "tool.background.progress_invalid"
 
 CODE_KINDS: dict[str, FailureKind] = {
     MODEL_INVALID_RESPONSE: "external",
@@ -70,6 +78,13 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_TIMEOUT: "external",
     TOOL_WAIT_UNKNOWN: "contract",
     TOOL_ANSWER_INVALID: "contract",
+    TASK_LOST: "external",
+    TASK_NOT_FOUND: "contract",
+    TASK_ENDED: "contract",
+    TASK_CANCELED: "canceled",
+    TASK_NOT_RESUMABLE: "contract",
+    TASK_PROGRESS_CONFLICT: "contract",
+    TASK_PROGRESS_INVALID: "contract",
 }
 
 
@@ -178,3 +193,15 @@ class InteractionCanceled(InteractionFailed):
     """The Interaction was cancelled before it completed."""
 
     default_code = CANCELED
+
+
+class TaskNotFound(ScopeError):
+    """No background task has that id (or it belongs to another Interaction)."""
+
+    default_code = TASK_NOT_FOUND
+
+
+class TaskEnded(ScopeError):
+    """The background task has already ended; it cannot be cancelled or answered."""
+
+    default_code = TASK_ENDED

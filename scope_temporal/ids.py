@@ -35,3 +35,15 @@ def call_effect_id(process_id: str, model_call_seq: int, call_index: int) -> str
 def wait_id(process_id: str, entry: int) -> str:
     """WaitID of the input wait raised by the `entry`-th entry into a tool body."""
     return f"{process_id}/wait/{entry}"
+
+
+def task_id(effect_id: str) -> str:
+    """Workflow id of the background task a call launches, from the call's EffectID:
+    `<process id>/call/<seq>/<index>` gives `<process id>/task/<seq>/<index>`."""
+    owner, _, position = effect_id.rpartition("/call/")
+    return f"{owner}/task/{position}"
+
+
+def task_owner(process_id: str) -> str:
+    """The Interaction owning a tool call process (`<interaction>/tool/<seq>/<index>`)."""
+    return process_id.rpartition("/tool/")[0]

@@ -9,18 +9,30 @@ from temporalio.common import SearchAttributeKey
 
 INTERACTION_WORKFLOW = "scope.Interaction"
 TOOL_CALL_WORKFLOW = "scope.ToolCall"
+TASK_WORKFLOW = "scope.BackgroundTask"
+"""One background task; its workflow id is the task id."""
 
 MODEL_ACTIVITY = "scope.model"
 TOOL_ACTIVITY = "scope.tool"
 RECORD_DIGEST_ACTIVITY = "scope.record_digest"
+TASK_ATTEMPT_ACTIVITY = "scope.task.attempt"
+"""One background attempt (start, recover, resume or adopt a run, then wait for it)."""
 
 STEER = "scope.steer"
 TOOL_INPUT = "scope.tool_input"
 RESOLVE = "scope.resolve"
 PAUSE = "scope.pause"
 RESUME = "scope.resume"
+TASK_CANCEL = "scope.task.cancel"
+"""Update on a background task: stop its run."""
+TASK_REPORT = "scope.task.report"
+"""Signal a background attempt sends its own task: progress counts, resume accepted."""
 
 SNAPSHOT_QUERY = "scope.snapshot"
+TASK_STATUS_QUERY = "scope.task.status"
+"""A background task's TaskSnapshot (status, progress, result)."""
+TASK_QUESTION_QUERY = "scope.task.question"
+"""A background task's open question (a PendingToolInput), or null."""
 CONTEXT_QUERY = "scope.context"
 """Messages of the model call in flight, by range (what a worker fetches on a cache miss)."""
 

@@ -14,9 +14,10 @@ from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import ContextRef
 from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
 from scope_temporal.interaction.state import InteractionState
+from scope_temporal.interaction.task_values import AttemptPlan
 from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.models.protocol import ToolDefinition
-from scope_temporal.tools.outcome import InputRequired, Unknown
+from scope_temporal.tools.outcome import InputRequired, ProgressSummary, TaskLaunch, Unknown
 
 
 class _Payload(BaseModel):
@@ -170,3 +171,44 @@ class ResolveInput(_Payload):
 
 class ControlInput(_Payload):
     """Signals `scope.pause` / `scope.resume` (no fields yet)."""
+
+
+class TaskInput(_Payload):
+    """Start one `scope.BackgroundTask` (its workflow id is the task id)."""
+
+    launch: TaskLaunch
+    ref: str
+    """ToolCallRef of the call that launched it."""
+    parent_id: str
+    """The Interaction whose call launched it."""
+    definition: str
+    """That Interaction's Definition."""
+
+
+class TaskAttemptInput(_Payload):
+    """`scope.task.attempt`: one background attempt."""
+
+    plan: AttemptPlan
+    heartbeat: timedelta
+
+
+class TaskReport(_Payload):
+    """Signal `scope.task.report`, from a running attempt to its task."""
+
+    attempt: int
+    progress: ProgressSummary | None = None
+    resumed: str | None = None
+    """`resume` accepted the answer with this id (the run goes on with it)."""
+
+
+class TaskCancelInput(_Payload):
+    """Update `scope.task.cancel`: stop the task's run."""
+
+    reason: str = ""
+
+
+class HeartbeatState(_Payload):
+    """The heartbeat details of a background attempt: what a retry recovers from."""
+
+    checkpoint: Any = None
+    events: int = 0

@@ -1,4 +1,5 @@
-"""ScopeWorker: serves the Interaction and ToolCall workflows and the two activities.
+"""ScopeWorker: serves the Interaction, ToolCall and BackgroundTask workflows and their
+activities.
 
 Users register Definitions, tools, models and reducers by name; the worker wires the
 pydantic data converter so users never need to know it exists.
@@ -6,8 +7,11 @@ pydantic data converter so users never need to know it exists.
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -17,8 +21,13 @@ from temporalio.converter import StorageDriver
 from temporalio.worker import Worker
 from temporalio.workflow import NondeterminismError
 
+from scope_temporal.activities.background import TaskActivities
 from scope_temporal.activities.model_call import ContextReducer
 from scope_temporal.activities.temporal import ScopeActivities
+from scope_temporal.background.materializer import LocalFileMaterializer, OutputMaterializer
+from scope_temporal.background.runtime import BackgroundRuntime, LiveRuns
+from scope_temporal.background.task_tools import TASK_TOOLS
+from scope_temporal.background.tool import BackgroundTool
 from scope_temporal.definition import Definition
 from scope_temporal.errors import DefinitionError
 from scope_temporal.models.protocol import Model
@@ -32,8 +41,12 @@ from scope_temporal.storage import offloading_converter
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.workflows import registry
+from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
+
+DEFAULT_TASK_OUTPUT = Path(".scope/task-output")
+"""Where the default `LocalFileMaterializer` keeps background tasks' progress."""
 
 
 def with_pydantic_converter(client: Client, storage: StorageDriver | None = None) -> Client:
@@ -73,6 +86,14 @@ class ScopeWorker:
         payload_limit_bytes: the largest payload (model request/response, tool input and
             result) the framework accepts; default 1 MB, or 64 MB with `storage`. See
             `scope_temporal.payload_limits`.
+        materializer: where background tasks' progress output is stored (default a
+            `LocalFileMaterializer` in `.scope/task-output` of the working directory).
+            Every worker that runs a task's attempts or answers its `task_output` must
+            reach the same store (e.g. `LocalFileMaterializer` on a shared directory).
+
+    A worker serving a Definition that binds background tools also serves their task
+    tools (`task_status`, `task_output`, `task_cancel`); with a handoff tool it polls a
+    second task queue of its own, where the adoption of the live runs it holds runs.
 
     Raises:
         DefinitionError: a Definition binds a tool, model or delegate Definition that is not
@@ -93,10 +114,14 @@ class ScopeWorker:
         sticky_queue_schedule_to_start_timeout: timedelta = timedelta(seconds=1),
         storage: StorageDriver | None = None,
         payload_limit_bytes: int | None = None,
+        materializer: OutputMaterializer | None = None,
         **worker_options: Any,
     ) -> None:
         definitions = list(definitions)
-        self.tools = ToolRegistry(list(tools))
+        tools = list(tools)
+        if any(d.binds_background_tools for d in definitions):
+            tools += TASK_TOOLS
+        self.tools = ToolRegistry(tools)
         reducers = dict(reducers or {})
         _check_bindings(definitions, self.tools, models, reducers)
         if payload_limit_bytes is None:
@@ -107,19 +132,33 @@ class ScopeWorker:
         self.task_queue = task_queue
         self.client = with_pydantic_converter(client, storage)
         self._observers = ObserverHub(list(observers))
+        handoff = any(isinstance(t, BackgroundTool) and t.settings.handoff for t in self.tools)
+        adopt_queue = f"{task_queue}/adopt/{uuid.uuid4().hex[:12]}" if handoff else None
+        runtime = BackgroundRuntime(
+            materializer=materializer or LocalFileMaterializer(DEFAULT_TASK_OUTPUT),
+            live_runs=LiveRuns(),
+            adopt_queue=adopt_queue,
+        )
+        tasks = TaskActivities(self.tools, runtime)
         activities = ScopeActivities(
             models=models,
             reducers=reducers,
             tools=self.tools,
             middleware=middleware,
             observers=self._observers,
+            background=runtime,
             payload_limit=payload_limit_bytes,
         )
         self.worker = Worker(
             self.client,
             task_queue=task_queue,
-            workflows=[InteractionWorkflow, ToolCallWorkflow],
-            activities=[activities.model, activities.tool, activities.record_digest],
+            workflows=[InteractionWorkflow, ToolCallWorkflow, BackgroundTaskWorkflow],
+            activities=[
+                activities.model,
+                activities.tool,
+                activities.record_digest,
+                tasks.attempt,
+            ],
             sticky_queue_schedule_to_start_timeout=sticky_queue_schedule_to_start_timeout,
             # A non-determinism error (e.g. code changed under a running Interaction) fails
             # the workflow instead of retrying its task forever. Set on the worker, not on
@@ -132,21 +171,31 @@ class ScopeWorker:
                 **worker_options,
             },
         )
+        self._adopter = (
+            None
+            if adopt_queue is None
+            else Worker(self.client, task_queue=adopt_queue, activities=[tasks.attempt])
+        )
 
     @property
     def observer_failures(self) -> list[ObserverFailure]:
         """Exceptions raised by observers so far (they never changed a settlement)."""
         return list(self._observers.failures)
 
+    @property
+    def _workers(self) -> list[Worker]:
+        return [self.worker] if self._adopter is None else [self.worker, self._adopter]
+
     async def run(self) -> None:
         """Serve until cancelled or `shutdown()`."""
-        await self.worker.run()
+        await asyncio.gather(*(w.run() for w in self._workers))
 
     async def shutdown(self) -> None:
-        await self.worker.shutdown()
+        await asyncio.gather(*(w.shutdown() for w in self._workers))
 
     async def __aenter__(self) -> ScopeWorker:
-        await self.worker.__aenter__()
+        for worker in self._workers:
+            await worker.__aenter__()
         return self
 
     async def __aexit__(
@@ -155,7 +204,8 @@ class ScopeWorker:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.worker.__aexit__(exc_type, exc, tb)
+        for worker in reversed(self._workers):
+            await worker.__aexit__(exc_type, exc, tb)
 
 
 def _check_bindings(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from activities import open_ticket, read_runbook, restart_service, search_logs
+from activities import ExportLogs, open_ticket, read_runbook, restart_service, search_logs
 from scope_temporal import CompletionCandidate, CompletionDecision, Definition, Delegate, ToolSet
 
 _ROOT_CAUSE = re.compile(r"^\s*\**root cause\**\s*:\s*\S", re.IGNORECASE | re.MULTILINE)
@@ -29,13 +29,15 @@ ops = Definition(
     description="On-call assistant: investigates an incident, fixes it with approval, reports.",
     instructions=(
         "You are the on-call ops assistant. Investigate the incident with search_logs and "
-        "read_runbook (call them in parallel), find the root cause, use the summarize "
+        "read_runbook (call them in parallel) while export_logs saves the logs as evidence "
+        "in the background, find the root cause, use the summarize "
         "delegate to condense the evidence, and follow the runbook: restart_service needs an "
-        "operator's approval; open a ticket when the runbook says so. Finish with a short "
-        "report that has a line starting 'Root cause:'."
+        "operator's approval; open a ticket when the runbook says so. Before you report, read "
+        "the export's result with task_output. Finish with a short report that has a line "
+        "starting 'Root cause:'."
     ),
     model="default",
-    tools=ToolSet("ops-tools", [search_logs, read_runbook, restart_service],
+    tools=ToolSet("ops-tools", [search_logs, read_runbook, restart_service, ExportLogs],
                   deferred=[open_ticket]),
     delegates=[
         Delegate("summarize", "Condense incident evidence (log lines) into a short summary.",

@@ -9,6 +9,7 @@ prove escapes as an exception (cancellation), which the workflow records as unkn
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import timedelta
 from typing import TypeVar
@@ -23,6 +24,7 @@ from scope_temporal.activities.model_input import (
     RequestMismatch,
 )
 from scope_temporal.activities.tool_attempt import run_tool_attempt
+from scope_temporal.background.runtime import BackgroundRuntime, activate
 from scope_temporal.chat import Message
 from scope_temporal.context_refs import ContextRef
 from scope_temporal.errors import PAYLOAD_TOO_LARGE
@@ -37,8 +39,9 @@ from scope_temporal.payloads import (
     ModelActivityInput,
     ToolActivityInput,
 )
+from scope_temporal.tasks import TemporalTaskAccess
 from scope_temporal.tools.middleware import Middleware
-from scope_temporal.tools.outcome import ToolOutcome, Unknown
+from scope_temporal.tools.outcome import AttemptOutcome, Unknown
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.workflows import registry
 
@@ -126,8 +129,10 @@ class ScopeActivities:
         tools: ToolRegistry,
         middleware: Sequence[Middleware],
         observers: ObserverHub,
+        background: BackgroundRuntime,
         payload_limit: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
     ) -> None:
+        self.background = background
         self.models = dict(models)
         self.reducers = dict(reducers)
         self.tools = tools
@@ -179,15 +184,20 @@ class ScopeActivities:
         return outcome
 
     @activity.defn(name=names.TOOL_ACTIVITY)
-    async def tool(self, input: ToolActivityInput) -> ToolOutcome:
+    async def tool(self, input: ToolActivityInput) -> AttemptOutcome:
         """Enter the tool body once; see `run_tool_attempt` for the classification.
 
-        An outcome over the payload limit becomes `Unknown(interaction.payload.too_large)`:
-        the body ran, so only the host may settle the call (see `payload_limits`).
+        Background tools reach the worker's background runtime (their output store, the
+        live runs held for a handoff, task access for `task_status`...) through
+        `current_runtime()`. An outcome over the payload limit becomes
+        `Unknown(interaction.payload.too_large)`: the body ran, so only the host may
+        settle the call (see `payload_limits`).
         """
-        outcome = await _Heartbeat(input.heartbeat).around(
-            run_tool_attempt(input.attempt, self.tools, self.middleware, self.observers)
-        )
+        runtime = dataclasses.replace(self.background, tasks=TemporalTaskAccess(activity.client()))
+        with activate(runtime):
+            outcome = await _Heartbeat(input.heartbeat).around(
+                run_tool_attempt(input.attempt, self.tools, self.middleware, self.observers)
+            )
         size = size_of(outcome)
         if size <= self.payload_limit:
             return outcome

@@ -14,7 +14,7 @@ from scope_temporal.observers import ObserverHub
 from scope_temporal.tools.context import ToolInvocation
 from scope_temporal.tools.executor import execute_tool
 from scope_temporal.tools.middleware import Middleware
-from scope_temporal.tools.outcome import ToolOutcome
+from scope_temporal.tools.outcome import AttemptOutcome
 from scope_temporal.tools.registry import ToolRegistry
 
 
@@ -41,7 +41,7 @@ async def run_tool_attempt(
     tools: ToolRegistry,
     middleware: Sequence[Middleware],
     observers: ObserverHub,
-) -> ToolOutcome:
+) -> AttemptOutcome:
     """Enter the tool body once and return exactly one classified outcome."""
     invocation = invocation_of(attempt)
     await observers.emit("tool_started", invocation=invocation)

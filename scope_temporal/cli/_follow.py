@@ -1,10 +1,11 @@
 """Follow a running Interaction tree live by polling its snapshot, and print what happens.
 
 Shown as it appears: the text a model streams while it answers (when its adapter
-streams), each model response (what it decided), each child started, each
-settled result with its disposition, steers and validator feedback, tool input requests
-(answered at the terminal when an answerer is given), unknown effects with the exact
-`resolve` command, and finally the output or the failure.
+streams), each model response (what it decided), each child started, each settled result
+with its disposition, steers and validator feedback, background tasks (launched, each new
+progress headline, how they ended), tool input requests (answered at the terminal when an
+answerer is given), unknown effects with the exact `resolve` command, and finally the
+output or the failure.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from scope_temporal.cli._render import (
     resolve_command,
     result_line,
     shorten,
+    task_line,
     unknown_label,
 )
 from scope_temporal.client import InteractionHandle
 from scope_temporal.errors import InteractionCanceled, InteractionFailed, NoSuchWait, ScopeError
-from scope_temporal.interaction.snapshot import ProcessSnapshot, TreeSnapshot
+from scope_temporal.interaction.snapshot import ProcessSnapshot, TaskSnapshot, TreeSnapshot
 from scope_temporal.outputs import Output
 
 _CLOSED = {
@@ -64,6 +66,8 @@ class _Seen:
     results: set[str] = field(default_factory=set)
     waits: set[str] = field(default_factory=set)
     unknowns: set[str] = field(default_factory=set)
+    tasks: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Task id -> (status, progress events) last shown."""
 
 
 class Follower:
@@ -111,6 +115,7 @@ class Follower:
                         self._progress(tree, process)
                         if process.status == "running":
                             await self._stream(process.process_id)
+                self._tasks(tree.tasks)
                 self._unknowns(tree)
                 await self._waits(tree)
                 if self._unanswered is not None and self.stop_unanswered:
@@ -164,8 +169,29 @@ class Follower:
             return Outcome("failed", error=str(error))
         return Outcome("completed", output=output)
 
+    def _tasks(self, tasks: list[TaskSnapshot]) -> None:
+        """A line when a task starts, when its progress headline moves, and when it ends."""
+        for task in tasks:
+            shown = self._seen.tasks.get(task.task_id)
+            now = (task.status, task.progress.events)
+            if shown == now:
+                continue
+            if shown is None:
+                self._say(task.task_id, [f"{INDENT}⇢ {task.tool} continues in the background"])
+            self._seen.tasks[task.task_id] = now
+            self._say(task.task_id, [INDENT + task_line(task)])
+
     async def _finish(self, tree: TreeSnapshot) -> Outcome:
         root = tree.root
+        for task in tree.tasks:
+            if not task.ended:
+                self._say(
+                    task.task_id,
+                    [
+                        f"{INDENT}(task {task.task_id} goes on in the background; look at it "
+                        f"with: scope-temporal inspect {self.handle.id})"
+                    ],
+                )
         if root.status == "completed" and root.output is not None:
             return Outcome("completed", output=root.output)
         if root.status == "failed" and root.failure is not None:
@@ -211,7 +237,7 @@ class Follower:
 
     def _definition(self, process_id: str) -> str:
         """The Definition of the Interaction owning `process_id` (itself or its tool call)."""
-        owner = re.sub(r"/tool/\d+/\d+$", "", process_id)
+        owner = re.sub(r"/(tool|task)/\d+/\d+$", "", process_id)
         return self._names.get(owner, "delegate")
 
     def _progress(self, tree: TreeSnapshot, process: ProcessSnapshot) -> None:
@@ -269,7 +295,8 @@ class Follower:
                 continue
             self._seen.waits.add(wait.wait_id)
             call = call_of(tree, wait.process_id)
-            name = call.name if call else wait.process_id
+            task = next((t for t in tree.tasks if t.task_id == wait.process_id), None)
+            name = call.name if call else task.tool if task else wait.process_id
             if self.answer is None:
                 self._say(
                     wait.process_id,

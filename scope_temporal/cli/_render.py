@@ -13,13 +13,14 @@ from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
     ResultEntry,
+    TaskSnapshot,
     TreeSnapshot,
     UnknownEffect,
 )
 from scope_temporal.outputs import Output
 
 _CHILD = re.compile(r"/(tool|delegate)/(\d+)/(\d+)$")
-MARKS = {"succeeded": "✓", "failed": "✗", "rejected": "⊘"}
+MARKS = {"succeeded": "✓", "failed": "✗", "rejected": "⊘", "completed": "✓", "canceled": "⊘"}
 INDENT = "  "
 
 
@@ -169,6 +170,22 @@ def unknown_label(unknown: UnknownEffect) -> str:
     return f"model call #{request.model_call_seq} of {request.definition}"
 
 
+def task_line(task: TaskSnapshot) -> str:
+    """`⋯ export_logs running · task ops-1/task/1/2 · attempt 1 · 3 progress event(s): …`"""
+    mark = MARKS.get(task.status, "⋯")
+    line = f"{mark} {task.tool} {task.status.replace('_', ' ')} · task {task.task_id}"
+    line += f" · attempt {task.attempt}"
+    if task.progress.events:
+        line += f" · {task.progress.events} progress event(s)"
+        if task.progress.last_message:
+            line += f": {shorten(task.progress.last_message, 50)}"
+    if task.status == "completed" and task.data is not None:
+        line += f" · {shorten(json.dumps(task.data, ensure_ascii=False), 60)}"
+    if task.error:
+        line += f" · {shorten(task.error, 80)}"
+    return line
+
+
 def output_lines(output: Output) -> list[str]:
     lines = output.text.strip().splitlines() or ["(empty reply)"]
     lines.append(
@@ -192,7 +209,15 @@ def render_tree(tree: TreeSnapshot, extra: Sequence[str] = ()) -> list[str]:
     head = (
         f"{root.process_id} · {root.definition} · {tree.status} · {root.model_calls} model call(s)"
     )
-    return [head, *_TreeText(tree, tuple(extra)).process(root, 1)]
+    text = _TreeText(tree, tuple(extra))
+    lines = [head, *text.process(root, 1)]
+    if tree.tasks:
+        lines.append(f"{INDENT}background tasks:")
+        for task in tree.tasks:
+            lines.append(INDENT * 2 + task_line(task))
+            if task.question is not None:
+                lines += text.wait(task.question, INDENT * 3)
+    return lines
 
 
 class _TreeText:
@@ -254,14 +279,17 @@ class _TreeText:
             f"entered {child.tool_entries} time(s)"
         ]
         for wait in child.pending_tool_inputs:
-            lines += [
-                f"{pad}{INDENT}? input wait {wait.wait_id}: {shorten(wait.prompt_text, 80)}",
-                f"{pad}{INDENT * 2}schema: {schema_hint(wait.response_schema)}",
-                f"{pad}{INDENT * 2}answer: {answer_command(self.root_id, wait, self.extra)}",
-            ]
+            lines += self.wait(wait, pad + INDENT)
         for unknown in child.unknown_effects:
             lines += self.unknown(unknown, pad + INDENT)
         return lines
+
+    def wait(self, wait: PendingToolInput, pad: str) -> list[str]:
+        return [
+            f"{pad}? input wait {wait.wait_id}: {shorten(wait.prompt_text, 80)}",
+            f"{pad}{INDENT}schema: {schema_hint(wait.response_schema)}",
+            f"{pad}{INDENT}answer: {answer_command(self.root_id, wait, self.extra)}",
+        ]
 
     def unknown(self, unknown: UnknownEffect, pad: str) -> list[str]:
         command = resolve_command(self.root_id, unknown, self.extra)
@@ -296,5 +324,6 @@ __all__ = [
     "result_line",
     "schema_hint",
     "shorten",
+    "task_line",
     "unknown_label",
 ]

@@ -42,6 +42,7 @@ from scope_temporal.definition import Definition
 from scope_temporal.errors import InvalidSignal, ProtocolError, ScopeError, SettlementMismatch
 from scope_temporal.ids import (
     model_effect_id,
+    task_id,
 )
 from scope_temporal.interaction import completion, projection, rounds, rules
 from scope_temporal.interaction.effects import (
@@ -66,7 +67,7 @@ from scope_temporal.interaction.state import (
     InteractionState,
     PendingModel,
     SteerEnvelope,
-    draft_of,
+    transact,
 )
 from scope_temporal.interaction.steering import check_steer_messages, steer_digest
 from scope_temporal.outputs import Failure, Output
@@ -215,18 +216,14 @@ class InteractionMachine:
                 "it accepts no further input.",
                 code=errors.STATE_INVALID,
             )
-        draft = draft_of(self._state)
-        try:
-            result = change(draft)
-        except ScopeError:
-            raise
-        except Exception as exc:  # fail closed: never half-updated
+
+        def crash(exc: Exception) -> None:  # fail closed: never half-updated
             self._state.phase = "failed"
             self._state.failure = Failure.of(
                 errors.STATE_INVALID, f"internal error in the Interaction core: {exc!r}"
             )
-            raise ProtocolError(str(exc), code=errors.STATE_INVALID) from exc
-        self._state = draft
+
+        self._state, result = transact(self._state, change, crash)
         return result
 
     def next_effects(self) -> list[Effect]:
@@ -431,7 +428,32 @@ class InteractionMachine:
     # --- projection ------------------------------------------------------------------
 
     def snapshot(self) -> ProcessSnapshot:
-        return projection.interaction_snapshot(self._state, self.status, self.active_children)
+        return projection.interaction_snapshot(
+            self._state, self.status, self.active_children, self.background_tasks
+        )
+
+    @property
+    def background_tasks(self) -> tuple[str, ...]:
+        """The background tasks this Interaction's calls launched, in launch order."""
+        s = self._state
+        entries = [e.task_id for r in s.rounds for e in r.entries]
+        if s.round is not None:
+            entries += [x.task_id for x in s.round.slots]
+        return tuple(t for t in entries if t is not None)
+
+    @property
+    def tasks_to_cancel(self) -> tuple[str, ...]:
+        """The tasks launched, and those that running calls of background tools may be
+        launching right now: a task's id derives from its call, so cancelling the
+        Interaction reaches it even before the call has reported it."""
+        launching: list[str] = []
+        round_ = self._state.round
+        for slot in round_.slots if round_ is not None else ():
+            spec = self.definition.tools.get(slot.call.name)
+            if slot.status == "running" and spec is not None and spec.background is not None:
+                launching.append(task_id(slot.effect_id))
+        known = self.background_tasks
+        return known + tuple(t for t in launching if t not in known)
 
 
 __all__ = ["InteractionMachine", "ResultEntry"]

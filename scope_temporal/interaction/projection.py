@@ -13,7 +13,10 @@ from scope_temporal.interaction.state import InteractionState
 
 
 def interaction_snapshot(
-    s: InteractionState, status: Status, active_children: tuple[str, ...]
+    s: InteractionState,
+    status: Status,
+    active_children: tuple[str, ...],
+    background_tasks: tuple[str, ...],
 ) -> ProcessSnapshot:
     """The snapshot of one Interaction (its children report their own)."""
     unknown: tuple[UnknownEffect, ...] = ()
@@ -55,4 +58,5 @@ def interaction_snapshot(
         advertised_tools=tuple(s.advertised),
         output=s.output,
         failure=s.failure,
+        background_tasks=background_tasks,
     )

@@ -218,6 +218,7 @@ def _settle_tool_slot(definition: Definition, slot: CallSlot, settled: CallSettl
         slot.output_ref = outcome.ref
         slot.metadata = outcome.metadata
         slot.advertised = outcome.advertised
+        slot.task_id = outcome.task_id
 
 
 def _settle_delegate_slot(

@@ -105,6 +105,7 @@ def result_entry(process_id: str, seq: int, slot: CallSlot) -> ResultEntry:
         ref=slot.output_ref,
         metadata=slot.metadata,
         call_ref=tool_call_ref(process_id, seq, slot.index),
+        task_id=slot.task_id,
     )
 
 

@@ -10,10 +10,11 @@ from pydantic import BaseModel, ConfigDict
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.interaction.effects import ModelEffectRequest, ToolEffectRequest
 from scope_temporal.outputs import Artifact, Failure, Output
-from scope_temporal.tools.outcome import Disposition
+from scope_temporal.tools.outcome import Disposition, ProgressSummary
 
 Status = Literal["running", "waiting", "paused", "completed", "failed", "canceled"]
-ProcessKind = Literal["interaction", "tool_call"]
+ProcessKind = Literal["interaction", "tool_call", "background_task"]
+TaskStatus = Literal["running", "waiting_input", "completed", "failed", "canceled"]
 
 
 class _Frozen(BaseModel):
@@ -35,6 +36,8 @@ class ResultEntry(_Frozen):
     metadata: dict[str, Any] | None = None
     call_ref: str
     """ToolCallRef of the call."""
+    task_id: str | None = None
+    """The background task the call launched (its result is a `launch_result`)."""
 
 
 class RoundResults(_Frozen):
@@ -91,6 +94,35 @@ class RejectedSignal(_Frozen):
     message: str
 
 
+class TaskSnapshot(_Frozen):
+    """A background task (workflow `scope.BackgroundTask`) as hosts see it."""
+
+    task_id: str
+    """The task's workflow id: `<interaction id>/task/<model call seq>/<call index>`."""
+    tool: str
+    ref: str
+    """ToolCallRef of the call that launched it."""
+    parent_id: str
+    """The Interaction that launched it."""
+    status: TaskStatus
+    attempt: int = 0
+    """The latest attempt: 0 in the foreground, 1, 2, ... in the background."""
+    progress: ProgressSummary = ProgressSummary()
+    question: PendingToolInput | None = None
+    """The open question while `waiting_input` (answer it like any tool input wait)."""
+    data: Any = None
+    """The result, once `completed`."""
+    error: str | None = None
+    """Why it failed or was cancelled."""
+    code: str | None = None
+    """The failure code (e.g. `tool.background.lost`)."""
+    cancel_requested: bool = False
+
+    @property
+    def ended(self) -> bool:
+        return self.status in ("completed", "failed", "canceled")
+
+
 class ProcessSnapshot(_Frozen):
     """One Process's view of itself."""
 
@@ -115,6 +147,10 @@ class ProcessSnapshot(_Frozen):
     failure: Failure | None = None
     tool_entries: int = 0
     """For a tool call: how many times the tool body was entered."""
+    background_tasks: tuple[str, ...] = ()
+    """For an Interaction: the background tasks its calls launched, in launch order."""
+    task: TaskSnapshot | None = None
+    """For a background task: its state."""
 
 
 class TreeSnapshot(_Frozen):
@@ -173,6 +209,11 @@ class TreeSnapshot(_Frozen):
     @property
     def rejected_signals(self) -> list[RejectedSignal]:
         return [r for p in self.processes for r in p.rejected_signals]
+
+    @property
+    def tasks(self) -> list[TaskSnapshot]:
+        """Every background task launched in the tree, with its progress."""
+        return [p.task for p in self.processes if p.task is not None]
 
     @property
     def applied_signals(self) -> list[str]:

@@ -6,11 +6,13 @@ gives a machine that behaves identically. Only `machine.py` changes it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from scope_temporal.chat import Message, ToolCall, ToolResult
+from scope_temporal.errors import STATE_INVALID, ProtocolError, ScopeError
 from scope_temporal.interaction.effects import ModelEffectRequest
 from scope_temporal.interaction.snapshot import RejectedSignal, RoundResults
 from scope_temporal.outputs import Artifact, Failure, Output
@@ -56,6 +58,8 @@ class CallSlot(_State):
     metadata: dict[str, Any] | None = None
     advertised: tuple[str, ...] = ()
     artifact: Artifact | None = None
+    task_id: str | None = None
+    """The background task the call launched."""
     process_id: str | None = None
     """Child process id, for calls that start a child."""
 
@@ -99,6 +103,25 @@ class InteractionState(_State):
 
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
+
+
+def transact(state: M, change: Callable[[M], R], crash: Callable[[Exception], None]) -> tuple[M, R]:
+    """Run `change` on a draft of `state`: the new state and its result, or nothing changed.
+
+    A refused input (`ScopeError`) propagates and `state` is untouched; any other exception
+    is a bug in the core: `crash(exc)` ends the machine closed (it may change `state`) and
+    a `ProtocolError` (`interaction.state.invalid`) propagates.
+    """
+    draft = draft_of(state)
+    try:
+        result = change(draft)
+    except ScopeError:
+        raise
+    except Exception as exc:
+        crash(exc)
+        raise ProtocolError(str(exc), code=STATE_INVALID) from exc
+    return draft, result
 
 
 def draft_of(state: M) -> M:

@@ -22,15 +22,12 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from scope_temporal.errors import (
-    InvalidSignal,
-    InvalidToolInput,
-    NoSuchWait,
     ProtocolError,
     ScopeError,
     SettlementMismatch,
-    SignalConflict,
 )
 from scope_temporal.ids import wait_id
+from scope_temporal.interaction.answers import answer_digest, check_answer
 from scope_temporal.interaction.effects import ToolEffectRequest, ToolSettlement
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
@@ -40,14 +37,12 @@ from scope_temporal.interaction.snapshot import (
     UnknownEffect,
 )
 from scope_temporal.interaction.state import draft_of
-from scope_temporal.interaction.steering import content_digest
 from scope_temporal.tools.outcome import (
     DefiniteOutcome,
     InputRequired,
     ToolOutcome,
     Unknown,
 )
-from scope_temporal.tools.validation import validate_value
 
 T = TypeVar("T")
 
@@ -193,29 +188,15 @@ class ToolCallMachine:
             InvalidToolInput: the response does not match the wait's schema.
         """
         s = self._state
-        digest = content_digest([wait, response])
-        if answer_id in s.answers:
-            if s.answers[answer_id] != digest:
-                raise SignalConflict(
-                    f"Answer id {answer_id!r} was already used with another answer."
-                )
-            return False
-        if not answer_id:
-            raise InvalidSignal("An answer needs a non-empty id (used to deduplicate).")
-        if s.phase == "canceled":
-            raise NoSuchWait(f"Tool call {s.request.process_id!r} was cancelled; nothing waits.")
-        if s.wait is None or s.wait.wait_id != wait:
-            open_id = s.wait.wait_id if s.wait else None
-            raise NoSuchWait(
-                f"Tool call {s.request.process_id!r} has no open wait {wait!r} "
-                f"(open wait: {open_id!r}). Take the wait id from the snapshot."
-            )
-        problem = validate_value(s.wait.response_schema, response)
-        if problem is not None:
-            raise InvalidToolInput(
-                f"The answer does not match the response schema of wait {wait!r}: {problem}"
-            )
-        return True
+        return check_answer(
+            f"Tool call {s.request.process_id!r}",
+            s.answers,
+            wait,
+            answer_id,
+            response,
+            open_wait=(s.wait.wait_id, s.wait.response_schema) if s.wait else None,
+            closed="was cancelled" if s.phase == "canceled" else None,
+        )
 
     def answer(self, wait: str, answer_id: str, response: Any) -> bool:
         """Accept a validated answer; the body is re-entered (after resume, if paused)."""
@@ -224,7 +205,7 @@ class ToolCallMachine:
 
         def change(d: ToolCallState) -> None:
             assert d.wait is not None
-            d.answers[answer_id] = content_digest([wait, response])
+            d.answers[answer_id] = answer_digest(wait, response)
             d.continuation = (d.wait.state, response)
             d.wait = None
             d.phase = "ready"

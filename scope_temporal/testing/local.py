@@ -14,6 +14,8 @@ from typing import Any
 from scope_temporal import errors
 from scope_temporal.activities.model_call import ContextReducer, call_model
 from scope_temporal.activities.tool_attempt import run_tool_attempt
+from scope_temporal.background.runtime import activate
+from scope_temporal.background.task_tools import TASK_TOOLS
 from scope_temporal.chat import Message
 from scope_temporal.definition import Definition
 from scope_temporal.errors import DefinitionError, InteractionCanceled, InteractionFailed
@@ -31,6 +33,7 @@ from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
+    TaskSnapshot,
     TreeSnapshot,
     UnknownEffect,
 )
@@ -39,13 +42,16 @@ from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveText, LiveTextBuffer
 from scope_temporal.observers import ObserverHub
 from scope_temporal.outputs import Failure, Output
+from scope_temporal.testing.local_tasks import LocalTasks
 from scope_temporal.tools.middleware import Middleware
-from scope_temporal.tools.outcome import Unknown
+from scope_temporal.tools.outcome import Backgrounded, Unknown
 from scope_temporal.tools.registry import ToolRegistry
 
 
 class LocalRunner:
     """Runs Definitions with local tools and models through the pure core.
+
+    Background tools work too: their tasks run in this process (see `local_tasks`).
 
     Args:
         definitions: every Definition a run may start (delegates included).
@@ -71,7 +77,10 @@ class LocalRunner:
             if definition.name in self.definitions:
                 raise DefinitionError(f"Two Definitions are named {definition.name!r}.")
             self.definitions[definition.name] = definition
-        self.tools = ToolRegistry(list(tools))
+        tools = list(tools)
+        if any(d.binds_background_tools for d in self.definitions.values()):
+            tools += TASK_TOOLS
+        self.tools = ToolRegistry(tools)
         self.models = dict(models)
         self.reducers = dict(reducers or {})
         self.observers = ObserverHub(list(observers))
@@ -109,6 +118,7 @@ class LocalRun:
         self._idle.set()
         self._done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._live: dict[str, LiveText] = {}  # streamed text of model calls in flight
+        self.tasks = LocalTasks(runner.tools, self._spawn)
 
     # --- host verbs ------------------------------------------------------------------
 
@@ -133,7 +143,7 @@ class LocalRun:
 
     def snapshot(self) -> TreeSnapshot:
         snaps: list[ProcessSnapshot] = [p.snapshot() for p in self._processes.values()]
-        return TreeSnapshot(root=snaps[0], processes=tuple(snaps))
+        return TreeSnapshot(root=snaps[0], processes=(*snaps, *self.tasks.processes()))
 
     async def steer(self, signal_id: str, *messages: Message) -> bool:
         """Queue user messages for the next model call; False if an exact duplicate."""
@@ -142,7 +152,10 @@ class LocalRun:
         return accepted
 
     async def answer(self, pending: PendingToolInput, answer_id: str, response: Any) -> bool:
-        """Answer a tool input wait (validated against its schema)."""
+        """Answer a tool input wait (validated against its schema), or a background
+        task's question (returns once the tool took the answer)."""
+        if self.tasks.holds(pending.process_id):
+            return await self.tasks.answer(pending, answer_id, response)
         process = self._processes.get(pending.process_id)
         if not isinstance(process, _ToolCall):
             raise errors.NoSuchWait(f"No tool call process {pending.process_id!r}.")
@@ -167,6 +180,18 @@ class LocalRun:
             f"{type(settlement).__name__} does not settle process {unknown.process_id!r}."
         )
 
+    async def cancel_task(self, task_id: str, reason: str = "") -> TaskSnapshot:
+        """Stop a background task of this run (see `InteractionHandle.cancel_task`).
+
+        Raises:
+            TaskNotFound: no background task has this id.
+            TaskEnded: it had already ended.
+        """
+        found = await self.tasks.cancel(task_id, reason or "host")
+        if found is None:
+            raise errors.TaskNotFound(f"No background task {task_id!r}.")
+        return found
+
     async def pause(self) -> None:
         for process in self._processes.values():
             process.machine.pause()
@@ -177,6 +202,7 @@ class LocalRun:
             process.pump()
 
     async def cancel(self) -> None:
+        self.tasks.cancel_all()
         for task in list(self._tasks):
             task.cancel()
         for process in self._processes.values():
@@ -194,7 +220,7 @@ class LocalRun:
     def _register(self, process: _Interaction | _ToolCall) -> None:
         self._processes[process.process_id] = process
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         self._idle.clear()
@@ -205,6 +231,7 @@ class LocalRun:
                 self._idle.set()
 
         task.add_done_callback(finished)
+        return task
 
     def _finish(self) -> None:
         if not self._done.done():
@@ -334,12 +361,18 @@ class _ToolCall:
     async def _run(self, attempt: ToolAttempt) -> None:
         runner = self.run.runner
         try:
-            outcome = await run_tool_attempt(
-                attempt, runner.tools, runner.middleware, runner.observers
-            )
+            with activate(self.run.tasks.runtime):
+                attempted = await run_tool_attempt(
+                    attempt, runner.tools, runner.middleware, runner.observers
+                )
         except asyncio.CancelledError:
             if self.machine.status == "canceled":
                 return
-            outcome = Unknown(code=errors.TOOL_EXECUTION_FAILED, diagnostic="cancelled")
+            attempted = Unknown(code=errors.TOOL_EXECUTION_FAILED, diagnostic="cancelled")
+        outcome = (
+            self.run.tasks.launch(attempted, attempt.request)
+            if isinstance(attempted, Backgrounded)
+            else attempted
+        )
         self.machine.on_outcome(outcome)
         self.pump()

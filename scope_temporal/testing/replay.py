@@ -30,6 +30,7 @@ from scope_temporal.errors import ScopeError
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.storage import offloading_converter
 from scope_temporal.workflows import registry
+from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
 
@@ -47,7 +48,8 @@ async def replay_history(
     payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
     storage: StorageDriver | None = None,
 ) -> WorkflowReplayResult:
-    """Replay one Interaction or ToolCall history with these Definitions registered.
+    """Replay one Interaction, ToolCall or BackgroundTask history with these Definitions
+    registered.
 
     Args:
         history: the recorded history.
@@ -64,7 +66,7 @@ async def replay_history(
     registry.register(registry.REPLAY_QUEUE, list(definitions), payload_limit=payload_limit_bytes)
     failures = _ClassifiedFailures()
     replayer = Replayer(
-        workflows=[InteractionWorkflow, ToolCallWorkflow],
+        workflows=[InteractionWorkflow, ToolCallWorkflow, BackgroundTaskWorkflow],
         data_converter=(
             pydantic_data_converter if storage is None else offloading_converter(storage)
         ),

@@ -27,6 +27,7 @@ from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.schema import arguments_model, parameters_schema
 from scope_temporal.tools.spec import (
     PERMISSIONS,
+    BackgroundSpec,
     Execution,
     Permission,
     ToolSpec,
@@ -213,47 +214,80 @@ class _Options:
         if isinstance(fn, Tool) or not callable(fn):
             raise DefinitionError(f"@tool needs a plain function, got {fn!r}")
         name = self.name if self.name is not None else getattr(fn, "__name__", "")
-        if not isinstance(name, str) or not is_provider_tool_name(name):
-            raise DefinitionError(
-                f"invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-'"
-            )
-        if self.permission not in PERMISSIONS:
-            raise DefinitionError(
-                f"tool {name!r}: unknown permission {self.permission!r} "
-                f"(expected one of {sorted(PERMISSIONS)})"
-            )
-        if self.execution not in _EXECUTIONS:
-            raise DefinitionError(
-                f"tool {name!r}: unknown execution {self.execution!r} "
-                f"(expected one of {sorted(_EXECUTIONS)})"
-            )
-        if not all(callable(m) for m in self.middleware):
-            raise DefinitionError(f"tool {name!r}: every middleware must be an async callable")
         arguments = arguments_model(fn)
         parameters = (
             parameters_schema(arguments)
             if self.schema is None
-            else _explicit_schema(name, self.schema)
+            else explicit_schema(str(name), self.schema)
         )
-        description = self.description
-        try:
-            spec = ToolSpec(
-                name=name,
-                description=summary(inspect.getdoc(fn)) if description is None else description,
-                parameters=parameters,
-                permission=self.permission,
-                execution=self.execution,
-                timeout=_timeout(name, self.timeout),
-                concurrency_key=self.concurrency_key,
-                direct_result=self.direct_result,
-                deferred=self.deferred,
-            )
-        except ValidationError as exc:
-            raise DefinitionError(f"tool {name!r}: {_first_error(exc)}") from None
+        spec = checked_spec(
+            name,
+            description=summary(inspect.getdoc(fn))
+            if self.description is None
+            else self.description,
+            parameters=parameters,
+            permission=self.permission,
+            execution=self.execution,
+            timeout=self.timeout,
+            concurrency_key=self.concurrency_key,
+            direct_result=self.direct_result,
+            deferred=self.deferred,
+            middleware=self.middleware,
+        )
         return Tool(fn, spec, self.middleware, arguments)
 
 
-def _explicit_schema(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+def checked_spec(
+    name: object,
+    *,
+    description: str,
+    parameters: dict[str, Any],
+    permission: Permission,
+    execution: Execution,
+    timeout: timedelta | float | None,
+    concurrency_key: str | None,
+    direct_result: bool = False,
+    deferred: bool = False,
+    middleware: tuple[Middleware, ...] = (),
+    background: BackgroundSpec | None = None,
+) -> ToolSpec:
+    """The ToolSpec of a tool declaration, after checking every option.
+
+    Raises:
+        DefinitionError: an invalid name, permission, execution, timeout or middleware.
+    """
+    if not isinstance(name, str) or not is_provider_tool_name(name):
+        raise DefinitionError(f"invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-'")
+    if permission not in PERMISSIONS:
+        raise DefinitionError(
+            f"tool {name!r}: unknown permission {permission!r} (expected one of "
+            f"{sorted(PERMISSIONS)})"
+        )
+    if execution not in _EXECUTIONS:
+        raise DefinitionError(
+            f"tool {name!r}: unknown execution {execution!r} (expected one of "
+            f"{sorted(_EXECUTIONS)})"
+        )
+    if not all(callable(m) for m in middleware):
+        raise DefinitionError(f"tool {name!r}: every middleware must be an async callable")
+    try:
+        return ToolSpec(
+            name=name,
+            description=description,
+            parameters=parameters,
+            permission=permission,
+            execution=execution,
+            timeout=checked_timeout(name, "timeout", timeout),
+            concurrency_key=concurrency_key,
+            direct_result=direct_result,
+            deferred=deferred,
+            background=background,
+        )
+    except ValidationError as exc:
+        raise DefinitionError(f"tool {name!r}: {_first_error(exc)}") from None
+
+
+def explicit_schema(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     """A plain-JSON copy of an author-given schema after structural checks.
 
     The full meta-schema check needs `jsonschema`, which is not loaded here (this may run
@@ -278,7 +312,12 @@ def _explicit_schema(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     return plain
 
 
-def _timeout(name: str, value: object) -> timedelta | None:
+def checked_timeout(name: str, option: str, value: object) -> timedelta | None:
+    """`value` (a timedelta or seconds) as a positive timedelta; None stays None.
+
+    Raises:
+        DefinitionError: naming the tool and the option.
+    """
     if value is None:
         return None
     try:
@@ -290,10 +329,10 @@ def _timeout(name: str, value: object) -> timedelta | None:
             raise TypeError
     except (TypeError, ValueError, OverflowError):
         raise DefinitionError(
-            f"tool {name!r}: timeout must be a timedelta or seconds, got {value!r}"
+            f"tool {name!r}: {option} must be a timedelta or seconds, got {value!r}"
         ) from None
     if limit <= timedelta(0):
-        raise DefinitionError(f"tool {name!r}: timeout must be positive, got {value!r}")
+        raise DefinitionError(f"tool {name!r}: {option} must be positive, got {value!r}")
     return limit
 
 

@@ -13,6 +13,7 @@ Theory of operation, in order (the first step that decides, decides):
      host-side extras; anything else as JSON text), with the deferred tools it advertised;
    - raised `ToolFailure` -> `Failed`: a definite, model-visible error;
    - called `require_tool_input` -> `InputRequired` (its arguments already checked);
+   - (a background tool) moved the call to the background -> `Backgrounded`;
    - exceeded `spec.timeout` -> `Unknown(tool.timeout)`;
    - raised anything else (`HostFailure` included) -> `Unknown(tool.execution_failed)`,
      or `Unknown(tool.schema_invalid)` when the tool's own schema, or the response schema
@@ -46,11 +47,12 @@ from scope_temporal.tools.decorator import Tool
 from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.middleware import Middleware, compose, is_inner
 from scope_temporal.tools.outcome import (
+    AttemptOutcome,
+    Backgrounded,
     Failed,
     InputRequired,
     Rejected,
     Succeeded,
-    ToolOutcome,
     Unknown,
 )
 from scope_temporal.tools.output import ToolOutput, json_form
@@ -73,7 +75,7 @@ async def execute_tool(
     *,
     granted: frozenset[str] | None = None,
     middleware: Sequence[Middleware] = (),
-) -> ToolOutcome:
+) -> AttemptOutcome:
     """Execute one tool call once and return its single outcome.
 
     Args:
@@ -83,8 +85,9 @@ async def execute_tool(
         middleware: Worker-level middleware, run before (outside) the tool's own.
 
     Returns:
-        Exactly one of `Succeeded`, `Failed`, `Rejected`, `InputRequired`, `Unknown`
-        (see the module docstring). Advertised tools are only on `Succeeded`.
+        Exactly one of `Succeeded`, `Failed`, `Rejected`, `InputRequired`, `Unknown`, or
+        for a background tool `Backgrounded` (see the module docstring). Advertised tools
+        are only on `Succeeded`.
 
     Raises:
         asyncio.CancelledError: the caller was cancelled; whether the body's side effects
@@ -117,6 +120,8 @@ async def execute_tool(
         try:
             async with deadline:
                 value = await run(invocation)
+            if isinstance(value, Backgrounded):
+                return value
             return _succeeded(call, value, advertised)
         except InvalidArguments as exc:
             return Rejected(result=invalid_arguments(call, exc.error), code=TOOL_INPUT_INVALID)

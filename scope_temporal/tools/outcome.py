@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from scope_temporal.chat import ToolResult
+from scope_temporal.tools.spec import BackgroundSpec
 
 Disposition = Literal["succeeded", "failed", "rejected"]
 
@@ -31,6 +32,8 @@ class Succeeded(_Outcome):
     metadata: dict[str, Any] | None = None
     advertised: tuple[str, ...] = ()
     """Deferred tools this call asked to advertise; committed only because it succeeded."""
+    task_id: str | None = None
+    """The background task this call launched (its result is a `launch_result`)."""
 
 
 class Failed(_Outcome):
@@ -67,10 +70,63 @@ class Unknown(_Outcome):
     diagnostic: str
 
 
+class ProgressSummary(_Outcome):
+    """What a background task's workflow keeps of its progress (the bytes of the events
+    live in the worker's output store): a count and the latest headline."""
+
+    events: int = 0
+    """Distinct events stored so far."""
+    last_event_id: str | None = None
+    last_kind: str | None = None
+    last_message: str | None = None
+    """The latest event's headline, if it has one."""
+
+    def merged(self, other: ProgressSummary | None) -> ProgressSummary:
+        """The later of two summaries (counts only grow; a stale report changes nothing)."""
+        if other is None or other.events < self.events:
+            return self
+        return other
+
+
+class TaskLaunch(_Outcome):
+    """How a background tool's call moves to the background (see `scope.BackgroundTask`)."""
+
+    task_id: str
+    tool: str
+    arguments: str
+    """The arguments as the task runs them (after `prepare_input`), JSON text."""
+    mode: Literal["start", "adopt", "recover", "waiting_input"]
+    """`start`: start it in the background (explicit `run_in_background`); `adopt`: take
+    over the live foreground run held by the worker polling `adopt_queue`; `recover`:
+    rebuild the run from `checkpoint`; `waiting_input`: the run asked a question."""
+    checkpoint: Any = None
+    adopt_queue: str | None = None
+    prompt: Any = None
+    response_schema: dict[str, Any] | None = None
+    attempt: int = 0
+    """The last attempt made (0: the foreground one)."""
+    progress: ProgressSummary = ProgressSummary()
+    settings: BackgroundSpec
+
+
+class Backgrounded(_Outcome):
+    """The call moves to the background: its ToolCall side starts the task and settles the
+    call with a `launch_result` (never fed to a Tool call Process as such)."""
+
+    kind: Literal["backgrounded"] = "backgrounded"
+    launch: TaskLaunch
+
+
 ToolOutcome = Annotated[
     Succeeded | Failed | Rejected | InputRequired | Unknown, Field(discriminator="kind")
 ]
 DefiniteOutcome = Succeeded | Failed | Rejected
+AttemptOutcome = Annotated[
+    Succeeded | Failed | Rejected | InputRequired | Unknown | Backgrounded,
+    Field(discriminator="kind"),
+]
+"""What one attempt of a call reports: a `ToolOutcome`, or (background tools only) that
+the call moves to the background."""
 
 
 def disposition_of(outcome: DefiniteOutcome) -> Disposition:

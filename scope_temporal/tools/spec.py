@@ -33,6 +33,29 @@ def is_provider_tool_name(name: str) -> bool:
     return bool(_PROVIDER_NAME.match(name))
 
 
+class BackgroundSpec(BaseModel):
+    """How a background tool's calls move to, and run in, the background (see
+    `scope_temporal.background`). Part of its ToolSpec, so of the Definition's digest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    foreground_timeout: timedelta | None = timedelta(seconds=120)
+    """How long a call runs in the foreground before it may move to the background;
+    None: it never moves on its own (only an explicit `run_in_background=true` does)."""
+    heartbeat_timeout: timedelta = timedelta(seconds=10)
+    """How soon a lost worker is noticed in a background attempt."""
+    task_timeout: timedelta = timedelta(hours=24)
+    """Start-to-close limit of one background attempt."""
+    max_attempts: int = 1
+    """Background attempts Temporal may make (more than 1 only for recoverable tools)."""
+    recoverable: bool = False
+    """The tool can rebuild a run from its checkpoint (`recover`); `start` is idempotent."""
+    resumable: bool = False
+    """The tool can continue a run waiting for input (`resume`)."""
+    handoff: bool = False
+    """The tool can take a live foreground run into the background (`adopt`)."""
+
+
 class ToolSpec(BaseModel):
     """The frozen, serialisable description of one tool (its schema is frozen too)."""
 
@@ -56,6 +79,8 @@ class ToolSpec(BaseModel):
     """A batch of only such tools that all succeed completes the Interaction directly."""
     deferred: bool = False
     """Not advertised to the model until a running tool calls `advertise_tools`."""
+    background: BackgroundSpec | None = None
+    """Set for a background tool (`@background_tool`): how its calls run in the background."""
 
     @field_validator("parameters", mode="after")
     @classmethod
@@ -63,6 +88,14 @@ class ToolSpec(BaseModel):
         # the spec is frozen, and so is its schema: a Definition's digest covers it
         frozen: dict[str, Any] = freeze_json(parameters)
         return frozen
+
+    def declaration(self) -> dict[str, Any]:
+        """The spec as JSON for a Definition's digest (`background` only when set, so the
+        digests of Definitions without background tools stay what they were)."""
+        data = self.model_dump(mode="json")
+        if self.background is None:
+            del data["background"]
+        return data
 
     @property
     def scheduling_class(self) -> SchedulingClass:

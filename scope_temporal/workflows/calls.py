@@ -6,6 +6,11 @@
   right there, and only a call that needs a life of its own (an input wait, an unknown
   outcome) is promoted to a `scope.ToolCall` child, which takes over from that first
   attempt's outcome without entering the tool again.
+- A call of a background tool that moves to the background (its first attempt reports
+  `Backgrounded`) starts the task's `scope.BackgroundTask` workflow (id = the task id,
+  parent-close policy abandon: the task outlives the call) and settles with a
+  `launch_result`, from whichever side ran that attempt (the ToolCall child, or the
+  Interaction with `"on_demand"`).
 - A delegate is a child Interaction of its own Definition.
 
 Each call settles exactly once on the machine, or fails the machine with a code.
@@ -21,6 +26,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 from scope_temporal import errors, names
+from scope_temporal.background.envelopes import launched
 from scope_temporal.interaction.effects import (
     CallSettled,
     DelegateSettled,
@@ -30,8 +36,10 @@ from scope_temporal.interaction.effects import (
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.tool_call import ToolAttempt, ToolCallMachine
 from scope_temporal.outputs import Failure, Output
-from scope_temporal.payloads import InteractionInput, ToolActivityInput, ToolCallInput
+from scope_temporal.payloads import InteractionInput, TaskInput, ToolActivityInput, ToolCallInput
 from scope_temporal.tools.outcome import (
+    AttemptOutcome,
+    Backgrounded,
     Failed,
     InputRequired,
     Rejected,
@@ -54,7 +62,7 @@ async def attempt_tool(
     """Enter the tool body once (activity `scope.tool`, never retried).
 
     An activity that returns no data (timeout, lost worker, escaped exception) is
-    `Unknown`.
+    `Unknown`; a call that moved to the background is launched (see `launch_task`).
 
     Raises:
         asyncio.CancelledError: the workflow itself is being cancelled; nobody will
@@ -62,20 +70,51 @@ async def attempt_tool(
     """
     summary = call_summary("tool", attempt.request.call)
     try:
-        outcome: ToolOutcome = await workflow.execute_activity(
+        outcome: AttemptOutcome = await workflow.execute_activity(
             names.TOOL_ACTIVITY,
             ToolActivityInput(attempt=attempt, heartbeat=heartbeat),
-            result_type=Succeeded | Failed | Rejected | InputRequired | Unknown,  # type: ignore[arg-type]
+            result_type=Succeeded | Failed | Rejected | InputRequired | Unknown | Backgrounded,  # type: ignore[arg-type]
             start_to_close_timeout=start_to_close,
             heartbeat_timeout=heartbeat,
             retry_policy=_ONCE,
             summary=summary if attempt.entry == 1 else f"{summary} #{attempt.entry}",
         )
-        return outcome
     except ActivityError as error:
         if workflow.cancellation_reason() is not None:
             raise asyncio.CancelledError(workflow.cancellation_reason()) from error
         return Unknown(code=errors.TOOL_EXECUTION_FAILED, diagnostic=describe_activity_error(error))
+    if isinstance(outcome, Backgrounded):
+        return await launch_task(outcome, attempt.request)
+    return outcome
+
+
+async def launch_task(outcome: Backgrounded, request: ToolEffectRequest) -> Succeeded | Unknown:
+    """Start the call's `scope.BackgroundTask`; the call's settlement is its `launch_result`.
+
+    A task that cannot start leaves the call unknown: its run may be going on (held for a
+    handoff, or a recoverable operation), and only the host can say what became of it.
+    """
+    launch = outcome.launch
+    try:
+        await workflow.start_child_workflow(
+            names.TASK_WORKFLOW,
+            TaskInput(
+                launch=launch,
+                ref=request.ref,
+                parent_id=request.parent_id,
+                definition=request.definition,
+            ),
+            id=launch.task_id,
+            parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+            static_summary=call_summary("task", request.call),
+        )
+    except Exception as error:  # not started: nobody owns the run
+        return Unknown(
+            code=errors.TOOL_EXECUTION_FAILED,
+            diagnostic=f"background task {launch.task_id!r} could not start ({error}); its "
+            f"run may have begun (mode {launch.mode}) and now has no owner",
+        )
+    return launched(request.call, launch)
 
 
 def tool_call_input(machine: InteractionMachine, request: ToolEffectRequest) -> ToolCallInput:

@@ -136,6 +136,7 @@ class InteractionWorkflow:
             self._track(input)
             for task in self._tasks:
                 task.cancel()
+            await self._cancel_background_tasks(machine)
             raise
         if machine.output is not None:
             return machine.output
@@ -168,6 +169,19 @@ class InteractionWorkflow:
                 return
             await workflow.wait_condition(lambda: self._dirty)
             self._dirty = False
+
+    async def _cancel_background_tasks(self, machine: InteractionMachine) -> None:
+        """Cancel the background tasks this Interaction launched (they are abandoned
+        children of their calls, so Temporal does not cancel them with it); a task that
+        already ended refuses, which is fine."""
+
+        async def cancel(task_id: str) -> None:
+            try:
+                await workflow.get_external_workflow_handle(task_id).cancel()
+            except Exception as error:  # ended already: nothing to stop
+                workflow.logger.info("background task %s not cancelled: %s", task_id, error)
+
+        await asyncio.gather(*(cancel(t) for t in machine.tasks_to_cancel))
 
     def _carried(self, machine: InteractionMachine, input: InteractionInput) -> InteractionInput:
         """The next run's input: the whole state (context, counters, steer mailbox)."""
@@ -355,9 +369,10 @@ class InteractionWorkflow:
         return self._machine
 
     def _forward(self, target: str, signal: str, payload: Any) -> None:
-        """Pass a signal addressed to a descendant to the active child on its path."""
+        """Pass a signal addressed to a descendant to the active child on its path (or to
+        one of this Interaction's background tasks)."""
         machine = self._require_machine()
-        for child in sorted(self._children):
+        for child in sorted(self._children) + list(machine.background_tasks):
             if target == child or target.startswith(child + "/"):
                 self._signal_child(child, signal, payload)
                 return

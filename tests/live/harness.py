@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -15,7 +16,7 @@ from temporalio.converter import StorageDriver
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
-from scope_temporal import Definition, ScopeClient, ScopeWorker
+from scope_temporal import Definition, LocalFileMaterializer, ScopeClient, ScopeWorker
 from scope_temporal.definition import ToolCallWorkflows
 from scope_temporal.models.protocol import Model
 from scope_temporal.names import TOOL_ACTIVITY
@@ -72,6 +73,8 @@ async def serving(
 ) -> AsyncIterator[ScopeClient]:
     """Run a ScopeWorker on a fresh task queue; yield a ScopeClient for that queue."""
     task_queue = f"tq-{uuid.uuid4().hex[:10]}"
+    # background tasks' progress goes to a fresh folder, not the checkout's .scope/
+    options.setdefault("materializer", LocalFileMaterializer(tempfile.mkdtemp(prefix="tasks-")))
     if options.get("storage") is not None:
         STORAGE_BY_QUEUE[task_queue] = options["storage"]
     worker = ScopeWorker(

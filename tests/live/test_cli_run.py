@@ -3,6 +3,7 @@ pexpect), then `list`, `inspect`, `steer`, `answer` and `resolve` on running Int
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shlex
@@ -87,6 +88,8 @@ def test_run_refuses_a_bad_answer_with_the_schema_message_and_a_good_one_continu
         timeout=30,
         dimensions=(50, 200),
     )
+    shown = io.StringIO()
+    child.logfile_read = shown
     try:
         child.expect(r"restart_service asks: Restart payments-worker\?")
         child.expect(re.escape('{"approved": boolean, "note": string} (required: approved)'))
@@ -104,8 +107,10 @@ def test_run_refuses_a_bad_answer_with_the_schema_message_and_a_good_one_continu
         child.expect("answer sent")
         child.expect(r"✓ restart_service\(.*\) succeeded · payments-worker restarted")
         child.expect("completion validator sent the reply back")
-        child.expect("model #7 ▸ Incident")  # the reply streams in as the model writes it
-        child.expect("model #7 → reply")
+        # the reply streams in as the model writes it, then the settled response shows
+        child.expect(r"model #(\d+) ▸ Incident report")
+        seq = child.match.group(1)
+        child.expect(f"model #{seq} → reply: Incident report")
         child.expect("Root cause: payments-worker v2.3.1 leaks database connections")
         child.expect(pexpect.EOF)
     finally:
@@ -117,6 +122,11 @@ def test_run_refuses_a_bad_answer_with_the_schema_message_and_a_good_one_continu
     snap = stack.snapshot("run-pexpect")
     assert snap["status"] == "completed"
     assert "artifact: summarize (run-pexpect/delegate/3/0)" in transcript
+    # the background export: moved to the background, its end shown as it happened
+    assert "⇢ export_logs continues in the background" in shown.getvalue()
+    assert "✓ export_logs completed · task run-pexpect/task/1/2 · attempt 1 · 4 progress" in (
+        shown.getvalue()
+    )
 
 
 def test_list_inspect_steer_answer_on_a_running_interaction(stack: Stack) -> None:

@@ -52,6 +52,10 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
         assert f"See it in the Temporal UI: {url}" in out
         for step in (
             'model #1 → search_logs(query="ERROR"), read_runbook(',
+            "⇢ export_logs continues in the background",
+            "⋯ export_logs running · task ",  # its progress, live
+            "progress event(s): exported ",
+            "✓ export_logs completed · task ",
             "? restart_service asks: Restart payments-worker?",
             'answered {"approved": true, "note": "auto-approved by --yes"} (--yes)',
             "(delegate) succeeded",
@@ -71,11 +75,13 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
             "ops: checkout is returning 502 errors"
         )
         # instant calls ran as activities of the Interaction; the call that waited for
-        # approval became a ToolCall workflow, the delegate an Interaction of its own
-        children = await _children(client, root, expected=2)
+        # approval became a ToolCall workflow, the delegate an Interaction of its own, and
+        # the export that moved to the background a BackgroundTask
+        children = await _children(client, root, expected=3)
         assert children == {
             f"{root}/delegate/3/0": "delegate summarize -> summarizer",
             f"{root}/tool/4/0": children[f"{root}/tool/4/0"],
+            f"{root}/task/1/2": children[f"{root}/task/1/2"],
         }
         assert children[f"{root}/tool/4/0"].startswith(
             'tool restart_service(name="payments-worker"'
@@ -87,7 +93,11 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
         ]
         assert '"tool search_logs(query=\\"ERROR\\")"' in activities
         assert any(a.startswith('"tool open_ticket(') for a in activities)
-        assert sum(a.startswith('"model #') for a in activities) == 7
+        assert any(a.startswith('"tool task_output(') for a in activities)
+        assert sum(a.startswith('"model #') for a in activities) == 8
+        task = await client.get_workflow_handle(f"{root}/task/1/2").describe()
+        assert task.workflow_type == "scope.BackgroundTask"
+        assert task.status == WorkflowExecutionStatus.COMPLETED
         tool_call = await client.get_workflow_handle(f"{root}/tool/4/0").describe()
         assert tool_call.workflow_type == "scope.ToolCall"
         delegate = await client.get_workflow_handle(f"{root}/delegate/3/0").describe()
@@ -98,7 +108,8 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
         assert hint == f"scope-temporal inspect {root} --address localhost:{port}"
         tree = run_cli(shlex.split(hint)[1:], env=clean_env(tmp_path), cwd=tmp_path)
         assert tree.returncode == 0, tree.stdout + tree.stderr
-        assert tree.stdout.startswith(f"{root} · ops · completed · 7 model call(s)")
+        assert tree.stdout.startswith(f"{root} · ops · completed · 8 model call(s)")
+        assert f"✓ export_logs completed · task {root}/task/1/2 · attempt 1" in tree.stdout
 
         assert demo.stop() == 0
         assert not port_open(port), "the embedded server stops with the demo"

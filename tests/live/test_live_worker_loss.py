@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC
 from pathlib import Path
@@ -32,19 +32,18 @@ KILL_WALL = [0.0]
 
 @contextmanager
 def worker_process(
-    address: str, task_queue: str, side_effects: Path
+    address: str,
+    task_queue: str,
+    side_effects: Path,
+    *,
+    module: str = "tests.live.loss_worker",
+    args: Sequence[str] | None = None,
 ) -> Iterator[subprocess.Popen[str]]:
+    """`python -m module address task_queue side_effects *args` (args default: the mode)."""
     MODE_BY_QUEUE[task_queue] = TOOL_CALL_MODE[0]
+    extra = [TOOL_CALL_MODE[0]] if args is None else list(args)
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.live.loss_worker",
-            address,
-            task_queue,
-            str(side_effects),
-            TOOL_CALL_MODE[0],
-        ],
+        [sys.executable, "-m", module, address, task_queue, str(side_effects), *extra],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -1,23 +1,35 @@
 """CONFORMANCE 42: every history the live suite produced replays without non-determinism.
 
 Runs last among the live tests (file order). It replays every workflow in the dev
-server's namespace: roots, ToolCall children and delegates alike.
+server's namespace: roots, ToolCall children, delegates and background tasks alike.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
+from pydantic import BaseModel
 from temporalio.client import WorkflowHistory
 from temporalio.converter import StorageDriver
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import WorkflowReplayResult
 
-from scope_temporal import Definition, Message, ScriptedModel, reply, tool
-from scope_temporal.names import INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW
+from scope_temporal import (
+    Definition,
+    Message,
+    RunHandle,
+    RunProgress,
+    ScriptedModel,
+    TaskRun,
+    background_tool,
+    reply,
+    tool,
+)
+from scope_temporal.names import INTERACTION_WORKFLOW, TASK_WORKFLOW, TOOL_CALL_WORKFLOW
 from scope_temporal.testing.replay import history_task_queue, replay_history
 from scope_temporal.workflows import registry
-from tests.live import loss_worker
+from tests.live import loss_worker, task_loss_worker
 from tests.live.harness import (
     DIVERGED_IDS,
     MODE_BY_QUEUE,
@@ -34,6 +46,24 @@ from tests.live.test_readme import readme_block
 def echo(text: str) -> str:
     """Echo."""
     return text
+
+
+class LaterArgs(BaseModel):
+    text: str
+
+
+class Later:
+    """Echo, in the background."""
+
+    async def start(self, task_id: str, arguments: LaterArgs, attempt: int) -> RunHandle:
+        async def work(progress: RunProgress) -> str:
+            progress.publish("echo", data=arguments.text)
+            return arguments.text
+
+        return TaskRun(work)
+
+
+later = background_tool(permission="read")(Later)
 
 
 def readme_definitions() -> list[Definition]:
@@ -68,18 +98,26 @@ async def replay_with_deadline(
 
 
 async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvironment) -> None:
-    # Make sure at least one full tool round, with a ToolCall workflow, exists even when
-    # this file runs alone.
+    # Make sure at least one full tool round with a ToolCall workflow, and one background
+    # task, exist even when this file runs alone.
     TOOL_CALL_MODE[0] = "always"  # the autouse fixture restores the default afterwards
-    model = ScriptedModel([reply.tool_calls(("echo", {"text": "hi"})), reply.text("bye")])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(
+                ("echo", {"text": "hi"}), ("later", {"text": "hi", "run_in_background": True})
+            ),
+            reply.text("bye"),
+        ]
+    )
     async with serving(
         temporal_env,
-        [Definition("replay-me", tools=[echo])],
-        tools=[echo],
+        [Definition("replay-me", tools=[echo, later])],
+        tools=[echo, later],
         models={"default": model},
     ) as scope:
         handle = await scope.start("replay-me", [Message.user("go")])
         await handle.result()
+        await eventually(handle.snapshot, lambda s: [t.status for t in s.tasks] == ["completed"])
 
     async def visible() -> list[str]:
         return [e.id async for e in temporal_env.client.list_workflows()]
@@ -88,11 +126,11 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
 
     client = temporal_env.client
     failures: dict[str, str] = {}
-    replayed = 0
+    replayed: Counter[str] = Counter()
     async for execution in client.list_workflows():
         if execution.id.split("/")[0] in DIVERGED_IDS:
             continue
-        if execution.workflow_type not in (INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW):
+        if execution.workflow_type not in (INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW, TASK_WORKFLOW):
             continue  # e.g. a placeholder a test started to block a child id
         history = await client.get_workflow_handle(
             execution.id, run_id=execution.run_id
@@ -103,6 +141,8 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             definitions = [
                 in_mode(d, MODE_BY_QUEUE.get(queue, "on_demand")) for d in loss_worker.DEFINITIONS
             ]
+        elif queue.startswith("taskloss-"):  # the background worker-loss subprocesses
+            definitions = task_loss_worker.DEFINITIONS
         elif queue == "readme":  # served by the README program, in a subprocess
             definitions = readme_definitions()
         result = await replay_with_deadline(
@@ -111,8 +151,9 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
         if result is None:
             failures[execution.id] = "replay did not finish in 2 x 30 s"
             continue
-        replayed += 1
+        replayed[execution.workflow_type] += 1
         if result.replay_failure is not None:
             failures[execution.id] = repr(result.replay_failure)
-    assert replayed >= 2
+    assert replayed[INTERACTION_WORKFLOW] >= 1 and replayed[TOOL_CALL_WORKFLOW] >= 1
+    assert replayed[TASK_WORKFLOW] >= 1
     assert failures == {}

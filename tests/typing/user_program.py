@@ -8,16 +8,24 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from pydantic import BaseModel
 from temporalio.client import Client
 
 from scope_temporal import (
+    BackgroundTool,
     Definition,
+    LocalFileMaterializer,
     Message,
     Model,
     OpenAIChatModel,
+    RunHandle,
+    RunProgress,
     ScopeClient,
     ScopeWorker,
+    TaskRun,
+    TaskSnapshot,
     ToolSet,
+    background_tool,
     tool,
 )
 
@@ -26,6 +34,25 @@ from scope_temporal import (
 def lookup(query: str) -> str:
     """Look something up."""
     return query
+
+
+class ExportArgs(BaseModel):
+    table: str
+
+
+class Exporter:
+    """Export a table."""
+
+    async def start(self, task_id: str, arguments: ExportArgs, attempt: int) -> RunHandle:
+        async def work(progress: RunProgress) -> dict[str, int]:
+            progress.publish("rows", metadata={"message": "counting"})
+            return {"rows": 3}
+
+        return TaskRun(work)
+
+
+# mypy ignores what a class decorator returns: typed code applies background_tool by call
+export: BackgroundTool = background_tool(permission="write", foreground_timeout=30)(Exporter)
 
 
 def build_model() -> Model:
@@ -37,13 +64,20 @@ def build_model() -> Model:
 
 def build_worker(client: Client) -> ScopeWorker:
     agent = Definition(
-        "agent", tools=ToolSet("t", [lookup]), model_heartbeat_timeout=timedelta(seconds=5)
+        "agent", tools=ToolSet("t", [lookup, export]), model_heartbeat_timeout=timedelta(seconds=5)
     )
     return ScopeWorker(
-        client, definitions=[agent], tools=[lookup], models={"default": build_model()}
+        client,
+        definitions=[agent],
+        tools=[lookup, export],
+        models={"default": build_model()},
+        materializer=LocalFileMaterializer("/tmp/task-output"),
     )
 
 
 async def ask(scope: ScopeClient) -> str:
     handle = await scope.start("agent", [Message.user("hi")], id="user-program")
+    tasks: list[TaskSnapshot] = (await handle.snapshot()).tasks
+    if tasks and not tasks[0].ended:
+        await handle.cancel_task(tasks[0].task_id, "not needed")
     return (await handle.result()).text

@@ -101,7 +101,12 @@ async def test_inspect_tree_of_a_waiting_interaction_shows_the_answer_command() 
     done = "\n".join(render_tree(run.snapshot()))
     assert "✎ completion validator: The report must state the root cause" in done
     assert "  output:\n    Incident report" in done
-    assert "(model response, 7 model call(s), 1 artifact(s))" in done
+    assert "(model response, 8 model call(s), 1 artifact(s))" in done
+    [task] = run.snapshot().tasks
+    assert (
+        f"  background tasks:\n    ✓ export_logs completed · task {task.task_id} · attempt 1 · "
+        "4 progress event(s): exported payments-worker (4/4) · " in done
+    )
 
 
 async def test_resolve_builds_settlements_from_the_retained_request() -> None:

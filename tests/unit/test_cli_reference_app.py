@@ -23,6 +23,7 @@ def test_the_app_loads_from_the_project_root_with_its_definitions() -> None:
     assert app.module == "workflows"
     assert [d.name for d in app.definitions] == ["ops", "summarizer"]
     assert sorted(t.name for t in app.tools) == [
+        "export_logs",
         "open_ticket",
         "read_runbook",
         "restart_service",
@@ -37,7 +38,14 @@ def test_the_app_loads_from_the_project_root_with_its_definitions() -> None:
         "search_logs": "read",
         "read_runbook": "read",
         "restart_service": "exec",
+        "export_logs": "write",  # a background tool, declared parallel
+        "task_status": "read",  # the task tools come with it
+        "task_output": "read",
+        "task_cancel": "write",
     }
+    export = ops.tools.get("export_logs")
+    assert export is not None and export.background is not None
+    assert export.background.handoff and export.background.recoverable
 
 
 def test_the_default_model_is_the_offline_planner_labelled_as_such(
@@ -75,7 +83,7 @@ async def test_the_ops_agent_investigates_asks_approval_delegates_and_is_validat
     run = await _runner().start("ops", [Message.user("checkout returns 502 errors")])
     tree = await run.idle()
     first = next(m for m in tree.context if m.role == "assistant")
-    assert [c.name for c in first.tool_calls] == ["search_logs", "read_runbook"]  # one batch
+    assert [c.name for c in first.tool_calls] == ["search_logs", "read_runbook", "export_logs"]
     assert "open_ticket" in tree.root.advertised_tools  # advertised by read_runbook
     wait = tree.pending_tool_inputs[0]
     assert wait.prompt.startswith("Restart payments-worker?")
@@ -86,8 +94,11 @@ async def test_the_ops_agent_investigates_asks_approval_delegates_and_is_validat
 
     await run.answer(wait, "approve", {"approved": True, "note": "go"})
     out = await run.result()
-    assert out.model_calls == 7
+    assert out.model_calls == 8
     assert [a.delegate for a in out.artifacts] == ["summarize"]
+    assert "export_logs: 4 evidence file(s) in" in out.text  # read back with task_output
+    [task] = run.snapshot().tasks
+    assert (task.tool, task.status, task.progress.events) == ("export_logs", "completed", 4)
     assert "Root cause: payments-worker v2.3.1 leaks database connections" in out.text
     assert "open_ticket: opened OPS-" in out.text
     feedback = [m.text for m in run.snapshot().context if m.role == "user"][1]

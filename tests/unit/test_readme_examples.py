@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from pathlib import Path
@@ -27,3 +28,33 @@ async def test_write_a_tool_and_test_it_with_local_runner_as_the_readme_shows() 
     out = await namespace["readme_test"]()  # type: ignore[operator]
     assert out.source == "model_response" and out.model_calls == 2
     assert out.text == "Clean /var/log."
+
+
+async def test_the_background_tool_example_moves_to_the_background_as_the_readme_says() -> None:
+    from scope_temporal import Message, ScriptedModel, reply
+    from scope_temporal.testing import LocalRunner
+
+    namespace: dict[str, object] = {}
+    exec(compile(block_under("## Background tools"), "README.md", "exec"), namespace)
+
+    def plan(request: object) -> object:
+        last = request.messages[-1]  # type: ignore[attr-defined]
+        if last.role == "user":
+            return reply.tool_calls(("build", {"target": "app"}))
+        envelope = json.loads(last.tool_results[0].content)
+        if envelope["type"] == "launch_result":
+            return reply.tool_calls(
+                ("task_output", {"task_id": envelope["task_id"], "wait_seconds": 10})
+            )
+        return reply.text(json.dumps(envelope))
+
+    runner = LocalRunner(
+        definitions=[namespace["builds"]],  # type: ignore[list-item]
+        tools=[namespace["Build"]],
+        models={"default": ScriptedModel(plan)},
+    )
+    run = await runner.start("builds", [Message.user("build app")])
+    final = json.loads((await run.result(timeout=10)).text)
+    assert (final["type"], final["status"], final["attempt"]) == ("update", "completed", 1)
+    assert final["data"] == {"artifact": "app.tar.gz"}
+    assert [e["event_id"] for e in final["events"]] == ["step-1", "step-2", "step-3"]

@@ -85,6 +85,24 @@ def test_every_name_api_md_promises_is_exported() -> None:
         # added by issue 8: live text of a streaming model call
         "LiveText",
         "stream_delta",
+        # added by issue 9: managed background tools
+        "background_tool",
+        "BackgroundTool",
+        "BackgroundOperation",
+        "Recoverable",
+        "Resumable",
+        "Handoff",
+        "RunHandle",
+        "RunOutcome",
+        "RunProgress",
+        "TaskRun",
+        "ProgressUpdate",
+        "ProgressSummary",
+        "OutputMaterializer",
+        "LocalFileMaterializer",
+        "TaskSnapshot",
+        "TaskNotFound",
+        "TaskEnded",
     }
     if API_MD.exists():  # every `from scope_temporal import a, b` line of API.md
         text = API_MD.read_text()

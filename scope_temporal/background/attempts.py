@@ -1,0 +1,213 @@
+"""One background attempt, free of Temporal: shared by `scope.task.attempt` and LocalRunner.
+
+How the run is obtained (the first that applies):
+
+1. `previous` is set (a retry of an attempt that had obtained its run, whose last
+   heartbeat carried the checkpoint): `recover` from that checkpoint;
+2. `start` / `recover` / `resume` as the plan says (`start` and `resume` are idempotent
+   per task id and request id, so a retry whose predecessor left no checkpoint repeats
+   them safely);
+3. `adopt`: the live run this worker holds for the task (none held: the attempt is lost).
+
+Then the checkpoint is heartbeated at once (so a retry recovers instead of starting
+again), a `resume` acknowledges its answer, and the run is observed to its outcome while
+its progress is stored and reported. A stop request (the attempt's cancellation) stops the
+run and reports how it ended; a worker shutting down only stops observing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from scope_temporal.background.observe import RunFailure, RunObserver
+from scope_temporal.background.progress import summary_after
+from scope_temporal.background.protocols import RunHandle, RunOutcome
+from scope_temporal.background.runtime import BackgroundRuntime
+from scope_temporal.background.tool import BackgroundTool
+from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
+from scope_temporal.payloads import HeartbeatState
+from scope_temporal.tools.failures import ToolFailure
+from scope_temporal.tools.outcome import ProgressSummary
+
+STOP_GRACE_SECONDS = 30.0
+"""How long a stopped run may take to confirm before the attempt reports it cancelled."""
+
+Beat = Callable[[HeartbeatState], None]
+"""Record the attempt's liveness and checkpoint (an activity heartbeat)."""
+Tell = Callable[[ProgressSummary | None, str | None], Awaitable[None]]
+"""Tell the task: newer progress, or the id of the answer `resume` accepted."""
+
+
+class _Lost(Exception):
+    """The attempt cannot obtain its run."""
+
+
+async def run_attempt(
+    tool: BackgroundTool,
+    plan: AttemptPlan,
+    *,
+    attempt: int,
+    previous: HeartbeatState | None,
+    runtime: BackgroundRuntime,
+    beat: Beat,
+    tell: Tell,
+    heartbeat_every: float,
+    stop_on_cancel: Callable[[], bool],
+) -> AttemptReport:
+    """Run one attempt (see the module docstring) and report how it ended.
+
+    Args:
+        attempt: the tool-visible attempt number.
+        previous: the last heartbeat of this attempt's previous try, if any.
+        heartbeat_every: seconds between heartbeats.
+        stop_on_cancel: whether a cancellation means "stop the run" (False while the
+            worker shuts down: the run is left for a retry to recover).
+
+    Raises:
+        asyncio.CancelledError: cancelled while the worker shuts down.
+        Exception: what the tool raised other than `ToolFailure`, or the output store:
+            the attempt has no outcome (Temporal retries it only for recoverable tools).
+    """
+    summary = await _stored_summary(runtime, plan.task_id)
+    arguments = tool.parse(json.loads(plan.arguments))
+    try:
+        handle, summary = await _obtain(tool, plan, attempt, previous, runtime, arguments, summary)
+    except ToolFailure as failure:
+        if plan.mode == "resume" and previous is None:
+            return AttemptReport(attempt=attempt, refused=failure.message, progress=summary)
+        return AttemptReport(
+            attempt=attempt, outcome=RunOutcome.failed(failure.message), progress=summary
+        )
+    except _Lost as lost:
+        return AttemptReport(attempt=attempt, lost=str(lost), progress=summary)
+    beat(HeartbeatState(checkpoint=handle.checkpoint(), events=summary.events))
+    if plan.mode == "resume":
+        await _quietly(tell(None, plan.request_id))
+    reporter = _Reporter(tell)
+    observer = RunObserver(
+        plan.task_id, handle, runtime.materializer, summary, on_progress=reporter.progress
+    )
+    beating = asyncio.ensure_future(_beat_forever(handle, observer, beat, heartbeat_every))
+    try:
+        outcome = await _outcome(handle, observer, stop_on_cancel)
+    except RunFailure as failure:
+        return AttemptReport(
+            attempt=attempt,
+            outcome=RunOutcome.failed(failure.message),
+            code=failure.code,
+            checkpoint=handle.checkpoint(),
+            progress=observer.summary,
+        )
+    finally:
+        beating.cancel()
+        reporter.close()
+    return AttemptReport(
+        attempt=attempt, outcome=outcome, checkpoint=handle.checkpoint(), progress=observer.summary
+    )
+
+
+async def _obtain(
+    tool: BackgroundTool,
+    plan: AttemptPlan,
+    attempt: int,
+    previous: HeartbeatState | None,
+    runtime: BackgroundRuntime,
+    arguments: Any,
+    summary: ProgressSummary,
+) -> tuple[RunHandle, ProgressSummary]:
+    task_id = plan.task_id
+    if previous is not None:
+        return await tool.recover(task_id, arguments, attempt, previous.checkpoint), summary
+    if plan.mode == "start":
+        return await tool.start(task_id, arguments, attempt), summary
+    if plan.mode == "recover":
+        return await tool.recover(task_id, arguments, attempt, plan.checkpoint), summary
+    if plan.mode == "resume":
+        assert plan.request_id is not None  # the machine always plans resume with an answer
+        handle = await tool.resume(
+            task_id, arguments, attempt, plan.request_id, plan.data, plan.checkpoint
+        )
+        return handle, summary
+    live = runtime.live_runs.take(task_id)
+    if live is None:
+        raise _Lost(
+            "this worker no longer holds the live run (it was released, unadopted, after "
+            f"{runtime.live_runs.grace:g} s, or the worker restarted)"
+        )
+    return await tool.adopt(task_id, arguments, attempt, live.handle), summary.merged(live.progress)
+
+
+async def _outcome(
+    handle: RunHandle, observer: RunObserver, stop_on_cancel: Callable[[], bool]
+) -> RunOutcome:
+    try:
+        outcome = await observer.outcome()
+    except asyncio.CancelledError:
+        if not stop_on_cancel():
+            observer.detach()
+            raise
+        await handle.stop()
+        outcome = await observer.outcome(STOP_GRACE_SECONDS)
+        if outcome is None:
+            observer.detach()
+            return RunOutcome.canceled(
+                f"stop requested; the run did not confirm within {STOP_GRACE_SECONDS:g} s"
+            )
+    assert outcome is not None  # no timeout: it waited for the end
+    return outcome
+
+
+async def _stored_summary(runtime: BackgroundRuntime, task_id: str) -> ProgressSummary:
+    """What the output store holds of the task (a retry continues the count from it)."""
+    count = await runtime.materializer.count(task_id)
+    last = await runtime.materializer.read(task_id, after=count - 1, limit=1) if count else []
+    return summary_after(ProgressSummary(), last[0]) if last else ProgressSummary()
+
+
+async def _beat_forever(handle: RunHandle, observer: RunObserver, beat: Beat, every: float) -> None:
+    while True:
+        await asyncio.sleep(every)
+        beat(HeartbeatState(checkpoint=handle.checkpoint(), events=observer.summary.events))
+
+
+class _Reporter:
+    """Sends progress to the task, at most every 0.5 s at first and less often as the
+    attempt goes on (every 30 s after a quarter of an hour), so a long task's history
+    stays small; the report at the end carries the final count anyway."""
+
+    def __init__(self, tell: Tell) -> None:
+        self._tell = tell
+        self._latest: ProgressSummary | None = None
+        self._changed = asyncio.Event()
+        self._started = asyncio.get_running_loop().time()
+        self._task = asyncio.ensure_future(self._send())
+
+    def progress(self, summary: ProgressSummary) -> None:
+        self._latest = summary
+        self._changed.set()
+
+    async def _send(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._changed.wait()
+            self._changed.clear()
+            await _quietly(self._tell(self._latest, None))
+            await asyncio.sleep(min(max((loop.time() - self._started) / 30, 0.5), 30.0))
+
+    def close(self) -> None:
+        self._task.cancel()
+
+
+async def _quietly(message: Awaitable[None]) -> None:
+    """Progress and acknowledgements are news, not state: a lost one changes nothing the
+    report at the end does not repair."""
+    try:
+        await message
+    except Exception:
+        return
+
+
+__all__ = ["Beat", "Tell", "run_attempt"]

@@ -1,0 +1,144 @@
+"""The foreground attempt of a background tool's call: attempt 0, inside `scope.tool`.
+
+In order:
+
+1. The arguments are decoded, `prepare_input` may rewrite them, `validate_arguments`
+   may reject them (a model-visible rejection; nothing started, nothing stored).
+2. `run_in_background=true`: nothing runs here; the task starts in the background.
+3. Otherwise `start(task_id, arguments, 0)`, and the run is observed (its progress
+   stored) for up to the foreground timeout. A run that ends in time gives the model a
+   `foreground_result`; a run asking a question moves to the background at once (a
+   resumable tool; others fail the call).
+4. Still running at the timeout, and allowed to move (no explicit
+   `run_in_background=false`, and the tool's auto-background policy agrees):
+   - a **handoff** tool's live run is held by this worker and adopted by the task's first
+     background attempt, on this worker's own task queue;
+   - a **recoverable** tool stops observing (the operation goes on) and the task
+     recovers it from its checkpoint, on any worker;
+   - any other run stays in the foreground until it ends (bounded by the call's timeout).
+
+A cancelled foreground attempt stops the run: nobody will own it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from scope_temporal.background import envelopes
+from scope_temporal.background.observe import RunFailure, RunObserver
+from scope_temporal.background.protocols import RunHandle, RunOutcome
+from scope_temporal.background.runtime import current_runtime
+from scope_temporal.ids import task_id
+from scope_temporal.tools.context import current_tool_call
+from scope_temporal.tools.failures import ToolFailure
+from scope_temporal.tools.outcome import Backgrounded, ProgressSummary, TaskLaunch
+
+if TYPE_CHECKING:
+    from scope_temporal.background.tool import BackgroundTool
+
+
+async def run_foreground(tool: BackgroundTool, arguments_json: str) -> str | Backgrounded:
+    """Run the foreground attempt (see the module docstring).
+
+    Returns:
+        The `foreground_result` text, or `Backgrounded` (the executor passes it on).
+
+    Raises:
+        InvalidArguments: the arguments were rejected (nothing started).
+        ToolFailure: the run failed, was cancelled, or asked for input it cannot take,
+            within the foreground (the text is a `foreground_result`).
+        Exception: what `start` raised, or the output store: the outcome is unknown.
+    """
+    invocation = current_tool_call()
+    runtime = current_runtime()
+    settings = tool.settings
+    arguments, explicit = tool.decode(arguments_json)
+    arguments = tool.prepare(arguments)
+    tool.check(arguments)
+    launch = TaskLaunch(
+        task_id=task_id(invocation.effect_id),
+        tool=tool.name,
+        arguments=tool.encode(arguments),
+        mode="start",
+        settings=settings,
+    )
+    if explicit is True:
+        return Backgrounded(launch=launch)
+    handle = await tool.start(launch.task_id, arguments, 0)
+    observer = RunObserver(launch.task_id, handle, runtime.materializer, ProgressSummary())
+    limit = settings.foreground_timeout
+    try:
+        outcome = None
+        if limit is not None:
+            outcome = await observer.outcome(limit.total_seconds())
+        if outcome is None:
+            movable = limit is not None and explicit is None and tool.wants_background(arguments)
+            if movable and (settings.handoff or settings.recoverable):
+                observer.detach()
+                mode = "adopt" if settings.handoff else "recover"
+                if settings.handoff:
+                    runtime.live_runs.hold(launch.task_id, handle, observer.summary)
+                return Backgrounded(
+                    launch=launch.model_copy(
+                        update={
+                            "mode": mode,
+                            "checkpoint": handle.checkpoint(),
+                            "adopt_queue": runtime.adopt_queue if settings.handoff else None,
+                            "progress": observer.summary,
+                        }
+                    )
+                )
+            outcome = await observer.outcome()
+            assert outcome is not None  # no timeout: it waited for the end
+    except RunFailure as failure:
+        raise ToolFailure(
+            envelopes.foreground_result(tool.name, RunOutcome.failed(failure.message))
+        ) from None
+    except asyncio.CancelledError:
+        observer.detach()
+        await _stop_quietly(handle)
+        raise
+    return _finish(tool, launch, handle, outcome, observer.summary)
+
+
+def _finish(
+    tool: BackgroundTool,
+    launch: TaskLaunch,
+    handle: RunHandle,
+    outcome: RunOutcome,
+    progress: ProgressSummary,
+) -> str | Backgrounded:
+    if outcome.status == "completed":
+        return envelopes.foreground_result(tool.name, outcome)
+    if outcome.status != "waiting_input":
+        raise ToolFailure(envelopes.foreground_result(tool.name, outcome))
+    if not tool.settings.resumable:
+        raise ToolFailure(
+            envelopes.foreground_result(
+                tool.name,
+                RunOutcome.failed("the run asked for input, but this tool cannot be resumed"),
+            )
+        )
+    checkpoint: Any = outcome.checkpoint if outcome.checkpoint is not None else handle.checkpoint()
+    return Backgrounded(
+        launch=launch.model_copy(
+            update={
+                "mode": "waiting_input",
+                "checkpoint": checkpoint,
+                "prompt": outcome.prompt,
+                "response_schema": outcome.response_schema,
+                "progress": progress,
+            }
+        )
+    )
+
+
+async def _stop_quietly(handle: RunHandle) -> None:
+    try:
+        await handle.stop()
+    except Exception:  # the attempt is being cancelled anyway; its outcome is unknown
+        return
+
+
+__all__ = ["run_foreground"]

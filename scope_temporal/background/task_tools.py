@@ -1,0 +1,108 @@
+"""The tools the model follows its background tasks with: `task_status`, `task_output`,
+`task_cancel`. A Definition binding any background tool advertises them; the worker
+serves them (they run in `scope.tool` like other tools and read the task's workflow).
+
+Each answers with one `update` envelope. A model may only reach the tasks its own
+Interaction launched (`<interaction id>/task/...`); any other id is "not found".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from scope_temporal.background import envelopes
+from scope_temporal.background.runtime import TaskAccess, current_runtime
+from scope_temporal.errors import TaskEnded
+from scope_temporal.ids import task_owner
+from scope_temporal.interaction.snapshot import TaskSnapshot
+from scope_temporal.tools.context import current_tool_call
+from scope_temporal.tools.decorator import Tool, tool
+from scope_temporal.tools.failures import ToolFailure
+
+MAX_WAIT_SECONDS = 300
+_POLL_SECONDS = 0.5
+_CANCEL_CONFIRM_SECONDS = 10.0
+
+
+def _tasks() -> TaskAccess:
+    tasks = current_runtime().tasks
+    if tasks is None:
+        raise RuntimeError("this worker gives its tools no access to background tasks")
+    return tasks
+
+
+async def _find(task_id: str) -> TaskSnapshot:
+    owner = task_owner(current_tool_call().process_id)
+    found = await _tasks().snapshot(task_id) if task_id.startswith(f"{owner}/task/") else None
+    if found is None:
+        raise ToolFailure(envelopes.not_found(task_id))
+    return found
+
+
+async def _until(task_id: str, seconds: float, done: bool) -> TaskSnapshot:
+    """The task's snapshot once it has ended (or, unless `done`, waits for input), or
+    after `seconds`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    task = await _find(task_id)
+    while not (task.ended or (not done and task.status == "waiting_input")):
+        if loop.time() >= deadline:
+            break
+        await asyncio.sleep(_POLL_SECONDS)
+        task = await _find(task_id)
+    return task
+
+
+@tool(permission="read", execution="parallel")
+async def task_status(task_id: str) -> str:
+    """Report the status and progress of a background task.
+
+    Args:
+        task_id: the task_id of a launch_result.
+    """
+    return envelopes.update(await _find(task_id))
+
+
+@tool(permission="read", execution="parallel")
+async def task_output(task_id: str, wait_seconds: float = 0, events: int = 10) -> str:
+    """Read a background task's result (when it has ended) and its latest progress events.
+
+    Args:
+        task_id: the task_id of a launch_result.
+        wait_seconds: wait up to this long (at most 300) for the task to end or ask a
+            question first.
+        events: how many of its latest progress events to include (0-50).
+    """
+    task = await _until(task_id, min(max(wait_seconds, 0), MAX_WAIT_SECONDS), done=False)
+    count = min(max(events, 0), 50)
+    stored = current_runtime().materializer
+    total = task.progress.events
+    latest = await stored.read(task_id, after=max(total - count, 0), limit=count) if count else []
+    return envelopes.update(task, latest)
+
+
+@tool(permission="write", execution="parallel")
+async def task_cancel(task_id: str, reason: str = "") -> str:
+    """Stop a background task (its run is asked to stop; the result says how it ended).
+
+    Args:
+        task_id: the task_id of a launch_result.
+        reason: why, kept with the task.
+    """
+    task = await _find(task_id)
+    if task.ended:
+        return envelopes.update(task, note="the task had already ended; nothing was stopped")
+    with contextlib.suppress(TaskEnded):  # it ended meanwhile: its final state says how
+        await _tasks().cancel(task_id, reason or "cancelled by the model")
+    task = await _until(task_id, _CANCEL_CONFIRM_SECONDS, done=True)
+    note = None if task.ended else "stop requested; the run has not confirmed yet"
+    return envelopes.update(task, note=note)
+
+
+TASK_TOOLS: tuple[Tool[..., Any], ...] = (task_status, task_output, task_cancel)
+"""The framework's task tools, in the order they are advertised."""
+TASK_TOOL_NAMES = frozenset(t.name for t in TASK_TOOLS)
+
+__all__ = ["TASK_TOOLS", "TASK_TOOL_NAMES", "task_cancel", "task_output", "task_status"]

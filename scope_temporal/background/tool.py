@@ -1,0 +1,299 @@
+"""`@background_tool`: declare a long-running tool whose calls may move to the background.
+
+The decorated class (or object) implements the capability layers of `protocols`; the
+result is a `BackgroundTool`, registered on `ScopeWorker(tools=[...])` and bound in a
+Definition like any tool. Its arguments are the pydantic model `start` annotates its
+`arguments` with (or a JSON schema given as `schema=`, the tool then gets a dict); the
+model additionally sees an optional `run_in_background` flag.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import typing
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from scope_temporal.background.protocols import Handoff, Recoverable, Resumable, RunHandle
+from scope_temporal.errors import DefinitionError
+from scope_temporal.tools.decorator import (
+    Tool,
+    checked_spec,
+    checked_timeout,
+    explicit_schema,
+)
+from scope_temporal.tools.docstrings import summary
+from scope_temporal.tools.failures import ToolFailure
+from scope_temporal.tools.middleware import Middleware
+from scope_temporal.tools.schema import parameters_schema
+from scope_temporal.tools.spec import BackgroundSpec, Execution, Permission, ToolSpec
+from scope_temporal.tools.validation import InvalidArguments, decode_arguments
+
+RUN_IN_BACKGROUND = "run_in_background"
+"""The argument the framework adds to every background tool's schema."""
+
+_RUN_IN_BACKGROUND_SCHEMA = {
+    "type": "boolean",
+    "description": (
+        "true: start it in the background at once and get a task id; false: wait for it "
+        "here. Omit it to wait for a while and let a long run move to the background."
+    ),
+}
+DEFAULT_RECOVERY_ATTEMPTS = 5
+
+AutoBackground = bool | Callable[[Any], bool]
+"""Whether a call still running after the foreground timeout moves to the background: a
+bool, or a pure function of the (prepared) arguments."""
+
+
+class _NoArguments(BaseModel):
+    pass
+
+
+class BackgroundTool(Tool[..., Any]):
+    """A tool whose calls run in the foreground first and may continue in the background.
+
+    Built by `background_tool`; see the package docstring for the lifecycle. Only its
+    `spec` (with `spec.background`) goes into Definitions and payloads.
+    """
+
+    def __init__(
+        self,
+        impl: Any,
+        spec: ToolSpec,
+        middleware: tuple[Middleware, ...],
+        arguments_type: type[BaseModel] | None,
+        auto_background: AutoBackground,
+    ) -> None:
+        super().__init__(impl.start, spec, middleware, _NoArguments)
+        self.impl = impl
+        """The object implementing the capability layers."""
+        self.arguments_type = arguments_type
+        self.auto_background = auto_background
+
+    @property
+    def settings(self) -> BackgroundSpec:
+        assert self.spec.background is not None
+        return self.spec.background
+
+    def decode(self, arguments_json: str) -> tuple[Any, bool | None]:
+        """The call's arguments for the tool, and its `run_in_background` flag (None: absent).
+
+        Raises:
+            InvalidArguments: they do not convert into the arguments type.
+        """
+        raw = decode_arguments(arguments_json)
+        flag = raw.pop(RUN_IN_BACKGROUND, None)
+        return self.parse(raw), flag
+
+    def parse(self, raw: dict[str, Any]) -> Any:
+        """Arguments stored as JSON (see `encode`) as the tool takes them."""
+        if self.arguments_type is None:
+            return raw
+        try:
+            return self.arguments_type.model_validate(raw)
+        except ValidationError as error:
+            first = error.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise InvalidArguments(f"{where}: {first['msg']}" if where else first["msg"]) from None
+
+    def encode(self, arguments: Any) -> str:
+        if isinstance(arguments, BaseModel):
+            return arguments.model_dump_json()
+        return json.dumps(arguments, ensure_ascii=False)
+
+    def prepare(self, arguments: Any) -> Any:
+        """`prepare_input(arguments)` if the tool has it (runs before anything is stored)."""
+        prepare = getattr(self.impl, "prepare_input", None)
+        return arguments if prepare is None else prepare(arguments)
+
+    def check(self, arguments: Any) -> None:
+        """`validate_arguments(arguments)`, if the tool has it.
+
+        Raises:
+            InvalidArguments: it raised `ValueError` or `ToolFailure` (the call is rejected).
+        """
+        validate = getattr(self.impl, "validate_arguments", None)
+        if validate is None:
+            return
+        try:
+            validate(arguments)
+        except ToolFailure as failure:
+            raise InvalidArguments(failure.message) from None
+        except ValueError as error:
+            raise InvalidArguments(str(error)) from None
+
+    def wants_background(self, arguments: Any) -> bool:
+        policy = self.auto_background
+        return policy(arguments) if callable(policy) else bool(policy)
+
+    async def start(self, task_id: str, arguments: Any, attempt: int) -> RunHandle:
+        handle: RunHandle = await self.impl.start(task_id, arguments, attempt)
+        return handle
+
+    async def recover(
+        self, task_id: str, arguments: Any, attempt: int, checkpoint: Any
+    ) -> RunHandle:
+        handle: RunHandle = await self.impl.recover(task_id, arguments, attempt, checkpoint)
+        return handle
+
+    async def resume(
+        self,
+        task_id: str,
+        arguments: Any,
+        attempt: int,
+        request_id: str,
+        data: Any,
+        checkpoint: Any,
+    ) -> RunHandle:
+        handle: RunHandle = await self.impl.resume(
+            task_id, arguments, attempt, request_id, data, checkpoint
+        )
+        return handle
+
+    async def adopt(self, task_id: str, arguments: Any, attempt: int, run: RunHandle) -> RunHandle:
+        handle: RunHandle = await self.impl.adopt(task_id, arguments, attempt, run)
+        return handle
+
+    async def invoke(self, arguments_json: str) -> object:
+        """The foreground attempt (see `foreground.run_foreground`)."""
+        from scope_temporal.background.foreground import run_foreground
+
+        return await run_foreground(self, arguments_json)
+
+    def __repr__(self) -> str:
+        return f"BackgroundTool(name={self.name!r}, permission={self.spec.permission!r})"
+
+
+def background_tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    permission: Permission = "exec",
+    execution: Execution = "auto",
+    concurrency_key: str | None = None,
+    schema: dict[str, Any] | None = None,
+    foreground_timeout: timedelta | float | None = 120,
+    heartbeat_timeout: timedelta | float = 10,
+    task_timeout: timedelta | float = timedelta(hours=24),
+    max_attempts: int | None = None,
+    auto_background: AutoBackground = True,
+    deferred: bool = False,
+    middleware: Sequence[Middleware] = (),
+) -> Callable[[Any], BackgroundTool]:
+    """Declare a background tool: `@background_tool(...)` on a class (instantiated without
+    arguments), or `background_tool(...)(obj)` on an object implementing the layers.
+
+    Args:
+        name: the model-facing name; default the class name in snake_case.
+        description: what the model is told; default the class docstring's first paragraph.
+        permission, execution, concurrency_key, deferred, middleware: as for `@tool`.
+        schema: the arguments' JSON object schema, when `start` does not annotate
+            `arguments` with a pydantic model (the tool then receives a dict).
+        foreground_timeout: how long a call runs in the foreground before it may move to
+            the background (timedelta or seconds); None or <= 0: never on its own, only
+            with an explicit `run_in_background=true`.
+        heartbeat_timeout: how soon a lost worker is noticed in a background attempt.
+        task_timeout: the start-to-close limit of one background attempt.
+        max_attempts: background attempts for a recoverable tool (default 5); others get 1.
+        auto_background: whether a call still running at the foreground timeout moves to
+            the background (a bool or a pure function of the arguments). An explicit
+            `run_in_background=false` keeps it in the foreground either way.
+
+    Raises:
+        DefinitionError: no `start`, undeclared arguments, an invalid option, or
+            `max_attempts > 1` for a tool without `recover`.
+    """
+
+    def build(target: Any) -> BackgroundTool:
+        obj = target() if inspect.isclass(target) else target
+        if not callable(getattr(obj, "start", None)):
+            raise DefinitionError(f"@background_tool: {target!r} has no start(...) method")
+        tool_name = name if name is not None else _snake(type(obj).__name__)
+        recoverable = isinstance(obj, Recoverable)
+        attempts = (
+            max_attempts
+            if max_attempts is not None
+            else (DEFAULT_RECOVERY_ATTEMPTS if recoverable else 1)
+        )
+        if attempts < 1 or (attempts > 1 and not recoverable):
+            raise DefinitionError(
+                f"tool {tool_name!r}: max_attempts={attempts}; a background attempt may be "
+                "repeated only by a recoverable tool (one with recover(...)), at least once"
+            )
+        arguments_type = _arguments_type(obj)
+        if schema is not None:
+            parameters = explicit_schema(str(tool_name), schema)
+        elif arguments_type is not None:
+            parameters = parameters_schema(arguments_type)
+        else:
+            raise DefinitionError(
+                f"tool {tool_name!r}: declare its arguments: annotate start's `arguments` "
+                "with a pydantic model, or pass schema={...}"
+            )
+        properties = dict(parameters.get("properties", {}))
+        if RUN_IN_BACKGROUND in properties:
+            raise DefinitionError(f"tool {tool_name!r}: {RUN_IN_BACKGROUND!r} is reserved")
+        properties[RUN_IN_BACKGROUND] = _RUN_IN_BACKGROUND_SCHEMA
+        foreground = checked_timeout(
+            str(tool_name), "foreground_timeout", _positive(foreground_timeout)
+        )
+        try:
+            settings = BackgroundSpec(
+                foreground_timeout=foreground,
+                heartbeat_timeout=checked_timeout(
+                    str(tool_name), "heartbeat_timeout", heartbeat_timeout
+                ),
+                task_timeout=checked_timeout(str(tool_name), "task_timeout", task_timeout),
+                max_attempts=attempts,
+                recoverable=recoverable,
+                resumable=isinstance(obj, Resumable),
+                handoff=isinstance(obj, Handoff),
+            )
+        except ValidationError as error:  # e.g. heartbeat_timeout=None
+            raise DefinitionError(f"tool {tool_name!r}: {error.errors()[0]['msg']}") from None
+        spec = checked_spec(
+            tool_name,
+            description=summary(inspect.getdoc(type(obj))) if description is None else description,
+            parameters={**parameters, "properties": properties},
+            permission=permission,
+            execution=execution,
+            timeout=None,
+            concurrency_key=concurrency_key,
+            deferred=deferred,
+            middleware=tuple(middleware),
+            background=settings,
+        )
+        return BackgroundTool(obj, spec, tuple(middleware), arguments_type, auto_background)
+
+    return build
+
+
+def _positive(value: timedelta | float | None) -> timedelta | float | None:
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    return value if seconds > 0 else None
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _arguments_type(obj: Any) -> type[BaseModel] | None:
+    try:
+        hints = typing.get_type_hints(type(obj).start)
+    except Exception:  # an annotation that cannot be resolved: no model
+        return None
+    found = hints.get("arguments")
+    if inspect.isclass(found) and issubclass(found, BaseModel):
+        return found
+    return None
+
+
+__all__ = ["RUN_IN_BACKGROUND", "AutoBackground", "BackgroundTool", "background_tool"]

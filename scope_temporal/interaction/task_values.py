@@ -1,0 +1,130 @@
+"""The values of the background task Process: its state, the attempts the driver runs
+and the reports it feeds back (all JSON: they cross the activity boundary and persist in
+the workflow), and the task as a Process of the snapshot tree."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from scope_temporal.background.protocols import RunOutcome
+from scope_temporal.interaction.snapshot import (
+    ProcessSnapshot,
+    RejectedSignal,
+    Status,
+    TaskSnapshot,
+    TaskStatus,
+)
+from scope_temporal.tools.outcome import ProgressSummary, TaskLaunch
+
+Phase = Literal["ready", "running", "waiting_input", "completed", "failed", "canceled"]
+Verdict = Literal["accepted", "refused", "unapplied"]
+"""What became of an answer: the tool took it, refused it, or the task ended first."""
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AttemptPlan(_Value):
+    """One background attempt for the driver to run (a self-contained activity input)."""
+
+    task_id: str
+    tool: str
+    arguments: str
+    mode: Literal["start", "recover", "resume", "adopt"]
+    attempt: int
+    """The tool-visible attempt number of its first Temporal attempt (later ones add 1)."""
+    max_attempts: int
+    """How many times Temporal may run it (> 1 only for recoverable tools)."""
+    checkpoint: Any = None
+    request_id: str | None = None
+    """`resume`: the answer's id (the tool applies one request id at most once)."""
+    data: Any = None
+    """`resume`: the validated answer."""
+    queue: str | None = None
+    """`adopt`: the task queue of the worker holding the live run."""
+
+
+class AttemptReport(_Value):
+    """How one attempt ended: an outcome, a refused answer, or lost (no outcome)."""
+
+    attempt: int
+    outcome: RunOutcome | None = None
+    code: str | None = None
+    """For a `failed` outcome the framework decided (e.g. a progress conflict)."""
+    refused: str | None = None
+    """`resume` refused the answer, before any side effect: the tool's message."""
+    lost: str | None = None
+    """Why the attempt has no outcome."""
+    checkpoint: Any = None
+    progress: ProgressSummary | None = None
+
+
+class _State(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskQuestion(_State):
+    wait_id: str
+    prompt: Any
+    response_schema: dict[str, Any]
+
+
+class TaskState(_State):
+    launch: TaskLaunch
+    ref: str
+    parent_id: str
+    definition: str
+    phase: Phase = "ready"
+    plan: AttemptPlan | None = None
+    attempt: int = 0
+    checkpoint: Any = None
+    question: TaskQuestion | None = None
+    waits: int = 0
+    answers: dict[str, str] = {}
+    """Answer ids -> digest of their content (dedup; reuse with other content conflicts)."""
+    verdicts: dict[str, Verdict] = {}
+    refusals: dict[str, str] = {}
+    cancel_reason: str | None = None
+    progress: ProgressSummary = ProgressSummary()
+    data: Any = None
+    error: str | None = None
+    code: str | None = None
+    rejected_signals: list[RejectedSignal] = []
+
+
+_STATUS: dict[TaskStatus, Status] = {
+    "running": "running",
+    "waiting_input": "waiting",
+    "completed": "completed",
+    "failed": "failed",
+    "canceled": "canceled",
+}
+
+
+def task_process(
+    task: TaskSnapshot, definition: str, rejected: tuple[RejectedSignal, ...] = ()
+) -> ProcessSnapshot:
+    """A task as a Process of the snapshot tree."""
+    return ProcessSnapshot(
+        process_id=task.task_id,
+        kind="background_task",
+        definition=definition,
+        status=_STATUS[task.status],
+        pending_tool_inputs=(task.question,) if task.question is not None else (),
+        rejected_signals=rejected,
+        task=task,
+    )
+
+
+__all__ = [
+    "AttemptPlan",
+    "AttemptReport",
+    "Phase",
+    "TaskQuestion",
+    "TaskState",
+    "Verdict",
+    "task_process",
+]
