@@ -54,6 +54,7 @@ _ERRORS_BY_CODE: dict[str, type[ScopeError]] = {
     errors.TOOL_WAIT_UNKNOWN: errors.NoSuchWait,
     errors.SETTLEMENT_MISMATCH: errors.SettlementMismatch,
     errors.DEFINITION_UNKNOWN: errors.UnknownDefinition,
+    errors.PAYLOAD_TOO_LARGE: errors.InvalidSignal,
 }
 
 
@@ -233,6 +234,14 @@ class InteractionHandle:
                 code=errors.PROTOCOL_INVALID,
             ) from error
 
+    def _check_in_tree(self, process_id: str, error: type[ScopeError], what: str) -> None:
+        """Refuse to address a process outside this Interaction's tree (nothing is sent)."""
+        if process_id != self.id and not process_id.startswith(f"{self.id}/"):
+            raise error(
+                f"The {what} belongs to process {process_id!r}, which is not part of "
+                f"Interaction {self.id!r}; nothing was sent. Use that Interaction's handle."
+            )
+
     async def steer(self, signal_id: str, *messages: Message | str) -> bool:
         """Queue user messages for the next model call; False for an exact duplicate id.
 
@@ -249,8 +258,10 @@ class InteractionHandle:
 
         Raises:
             InvalidToolInput: the response violates `pending.response_schema` (nothing sent).
-            NoSuchWait: the wait is no longer open.
+            NoSuchWait: the wait is no longer open, or belongs to another Interaction
+                (nothing sent).
         """
+        self._check_in_tree(pending.process_id, errors.NoSuchWait, f"wait {pending.wait_id!r}")
         problem = validate_value(pending.response_schema, response)
         if problem is not None:
             raise errors.InvalidToolInput(
@@ -274,8 +285,12 @@ class InteractionHandle:
         """Deliver the host's settlement of an unknown Effect to the Process holding it.
 
         Raises:
-            SettlementMismatch: it does not match the retained request of a held unknown.
+            SettlementMismatch: it does not match the retained request of a held unknown,
+                or the unknown belongs to another Interaction (nothing sent).
         """
+        self._check_in_tree(
+            unknown.process_id, errors.SettlementMismatch, f"unknown effect {unknown.effect_id!r}"
+        )
         payload = ResolveInput(
             signal_id=signal_id or f"resolve:{unknown.effect_id}", settlement=settlement
         )
