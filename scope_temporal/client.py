@@ -37,6 +37,7 @@ from scope_temporal.interaction.snapshot import (
     UnknownEffect,
 )
 from scope_temporal.outputs import Output
+from scope_temporal.payload_limits import SERVER_BLOB_LIMIT_BYTES, size_of, too_large
 from scope_temporal.payloads import (
     ControlInput,
     InteractionInput,
@@ -135,6 +136,9 @@ class ScopeClient:
         Raises:
             InteractionAlreadyStarted: a workflow with that id is running (code
                 `interaction.id.in_use`); nothing was started.
+            ScopeError: code `interaction.payload.too_large`: the input is over the
+                server's blob limit (and no external storage is configured); nothing
+                was started.
         """
         if isinstance(messages, str):
             messages = [Message.user(messages)]
@@ -148,20 +152,29 @@ class ScopeClient:
                     SearchAttributePair(names.STATUS_ATTRIBUTE, "running"),
                 ]
             )
+        input = InteractionInput(
+            definition=definition,
+            messages=tuple(messages),
+            track_status=track,
+            continue_as_new_every=continue_as_new_every,
+        )
+        self.check_sendable(input, "The start input", ScopeError)
         try:
             await self.client.start_workflow(
                 names.INTERACTION_WORKFLOW,
-                InteractionInput(
-                    definition=definition,
-                    messages=tuple(messages),
-                    track_status=track,
-                    continue_as_new_every=continue_as_new_every,
-                ),
+                input,
                 id=workflow_id,
                 task_queue=self.task_queue,
                 search_attributes=search_attributes,
                 static_summary=f"{definition}: {messages[0].text[:60]}" if messages else definition,
             )
+        except RPCError as error:
+            if error.status == RPCStatusCode.INVALID_ARGUMENT and "size" in error.message:
+                raise ScopeError(
+                    f"The start input was refused by the server: {error.message}",
+                    code=errors.PAYLOAD_TOO_LARGE,
+                ) from error
+            raise
         except WorkflowAlreadyStartedError:
             raise errors.InteractionAlreadyStarted(
                 f"A workflow with id {workflow_id!r} is already running in namespace "
@@ -169,6 +182,18 @@ class ScopeClient:
                 f"the running one with get_handle({workflow_id!r})."
             ) from None
         return self.get_handle(workflow_id)
+
+    def check_sendable(self, payload: BaseModel, what: str, error: type[ScopeError]) -> None:
+        """Refuse (code `interaction.payload.too_large`) a payload over the server's blob
+        limit, unless it would be offloaded to external storage."""
+        if self.client.data_converter.external_storage is not None:
+            return
+        size = size_of(payload)
+        if size > SERVER_BLOB_LIMIT_BYTES:
+            raise error(
+                too_large(what, size, SERVER_BLOB_LIMIT_BYTES, "Nothing was sent; send less."),
+                code=errors.PAYLOAD_TOO_LARGE,
+            )
 
     def get_handle(self, id: str) -> InteractionHandle:
         """A handle on an existing Interaction (no call is made)."""
@@ -218,6 +243,7 @@ class InteractionHandle:
         return self.scope.client.get_workflow_handle(process_id or self.id)
 
     async def _update(self, process_id: str, update: str, payload: BaseModel) -> Any:
+        self.scope.check_sendable(payload, f"The {update} input", errors.InvalidSignal)
         try:
             return await self._workflow(process_id).execute_update(update, payload)
         except WorkflowUpdateFailedError as error:
@@ -246,7 +272,9 @@ class InteractionHandle:
         """Queue user messages for the next model call; False for an exact duplicate id.
 
         Raises:
-            InvalidSignal: not user messages. SignalConflict: the id was used with other content.
+            InvalidSignal: not user messages, an id over 256 characters, or (code
+                `interaction.payload.too_large`) a steer the next model request could not
+                carry. SignalConflict: the id was used with other content.
         """
         msgs = tuple(Message.user(m) if isinstance(m, str) else m for m in messages)
         return bool(

@@ -325,6 +325,27 @@ class InteractionWorkflow:
         target = input.process_id or input.wait_id.rsplit("/wait/", 1)[0]
         self._forward(target, names.TOOL_INPUT, input)
 
+    @workflow.update(name=names.TOOL_INPUT)
+    def tool_input_update(self, raw: RawValue) -> bool:
+        raise update_rejection(self._answer_elsewhere(raw))
+
+    @tool_input_update.validator
+    def _validate_tool_input(self, raw: RawValue) -> None:
+        raise update_rejection(self._answer_elsewhere(raw))
+
+    def _answer_elsewhere(self, raw: RawValue) -> ScopeError:
+        """An answer sent as an update must go to the ToolCall process holding the wait."""
+        try:
+            input = inputs.decode(raw, ToolInputAnswer, "tool_input")
+        except ScopeError as error:
+            return error
+        target = input.process_id or input.wait_id.rsplit("/wait/", 1)[0]
+        return errors.NoSuchWait(
+            f"Interaction {self._require_machine().process_id!r} holds no input wait itself; "
+            f"send the answer to the ToolCall process that waits ({target!r}), as "
+            "InteractionHandle.answer does, or as a signal here (it is forwarded)."
+        )
+
     @workflow.signal(name=names.PAUSE)
     def pause(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
         machine = self._require_machine()

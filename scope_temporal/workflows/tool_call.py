@@ -150,6 +150,26 @@ class ToolCallWorkflow:
         except ScopeError as error:
             raise update_rejection(error) from None
 
+    @workflow.signal(name=names.STEER)
+    def steer_signal(self, raw: RawValue) -> None:
+        claimed = inputs.claimed_id(raw, "signal_id")
+        self._machine.record_rejected(claimed, "steer", self._steer_elsewhere())
+
+    @workflow.update(name=names.STEER)
+    def steer_update(self, raw: RawValue) -> bool:
+        raise update_rejection(self._steer_elsewhere())
+
+    @steer_update.validator
+    def _validate_steer(self, raw: RawValue) -> None:
+        raise update_rejection(self._steer_elsewhere())
+
+    def _steer_elsewhere(self) -> ScopeError:
+        parent = self._machine.state.request.parent_id
+        return errors.InvalidSignal(
+            f"A tool call takes no steer; steer its Interaction {parent!r} (it never answers "
+            "an input wait: answer with scope.tool_input)."
+        )
+
     @workflow.signal(name=names.PAUSE)
     def pause(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
         try:
