@@ -22,7 +22,7 @@ from scope_temporal.activities.model_input import (
     ModelRequestBuilder,
     RequestMismatch,
 )
-from scope_temporal.activities.tool_attempt import run_tool_attempt
+from scope_temporal.activities.tool_attempt import run_tool_attempt, unauthorised
 from scope_temporal.chat import Message
 from scope_temporal.context_refs import ContextRef
 from scope_temporal.errors import PAYLOAD_TOO_LARGE
@@ -126,9 +126,17 @@ class ScopeActivities:
     async def tool(self, input: ToolActivityInput) -> ToolOutcome:
         """Enter the tool body once; see `run_tool_attempt` for the classification.
 
+        A request its Definition does not grant (see `unauthorised`) is rejected as not
+        authorized before anything runs.
+
         An outcome over the payload limit becomes `Unknown(interaction.payload.too_large)`:
         the body ran, so only the host may settle the call (see `payload_limits`).
         """
+        request = input.attempt.request
+        definition = registry.lookup(activity.info().task_queue, request.definition)
+        refused = unauthorised(request, definition, self.tools)
+        if refused is not None:
+            return refused
         outcome = await _with_heartbeats(
             run_tool_attempt(input.attempt, self.tools, self.middleware, self.observers),
             input.heartbeat,

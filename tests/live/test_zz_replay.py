@@ -1,7 +1,9 @@
 """CONFORMANCE 42: every history the live suite produced replays without non-determinism.
 
-Runs last among the live tests (file order). It replays every workflow in the dev
-server's namespace: roots, ToolCall children and delegates alike.
+Runs last among the live tests (file order; tests/faults runs before tests/live). It
+replays every workflow in the dev server's namespace: roots, ToolCall children and
+delegates alike, including the runs whose workers were SIGKILLed mid-task. It also scans
+each history for the fake API key the fault-injection workers hold: none may contain it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from scope_temporal import Definition, Message, ScriptedModel, reply, tool
 from scope_temporal.names import INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW
 from scope_temporal.testing.replay import history_task_queue, replay_history
 from scope_temporal.workflows import registry
+from tests.faults import figures, scenario
 from tests.live import loss_worker
 from tests.live.harness import (
     DIVERGED_IDS,
@@ -86,6 +89,9 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
     client = temporal_env.client
     failures: dict[str, str] = {}
     replayed = 0
+    scanned = 0
+    leaked: list[str] = []  # histories holding the API key the fault workers are given
+    steered_runs = 0  # the scan's positive control: a text every fault run does carry
     async for execution in client.list_workflows():
         if execution.id.split("/")[0] in DIVERGED_IDS:
             continue
@@ -94,11 +100,20 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
         history = await client.get_workflow_handle(
             execution.id, run_id=execution.run_id
         ).fetch_history()
+        scanned += 1
+        raw = b"".join(event.SerializeToString() for event in history.events)
+        if scenario.SECRET.encode() in raw:
+            leaked.append(execution.id)
+        steered_runs += scenario.STEER_TEXT.encode() in raw
         queue = history_task_queue(history)
         definitions = registry.registered(queue)
         if queue.startswith("loss-"):  # served by a subprocess worker
             definitions = [
                 in_mode(d, MODE_BY_QUEUE.get(queue, "always")) for d in loss_worker.DEFINITIONS
+            ]
+        elif queue.startswith("fault-"):  # a fault-injection scenario's worker processes
+            definitions = [
+                in_mode(d, MODE_BY_QUEUE.get(queue, "always")) for d in scenario.DEFINITIONS
             ]
         elif queue == "readme":  # served by the README program, in a subprocess
             definitions = readme_definitions()
@@ -113,3 +128,8 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             failures[execution.id] = repr(result.replay_failure)
     assert replayed >= 2
     assert failures == {}
+    assert leaked == [], "an API key reached workflow history"
+    if any(queue.startswith("fault-") for queue in MODE_BY_QUEUE):
+        assert steered_runs > 0, "the scan must find what histories do hold"
+    figures.FIGURES["histories_scanned_for_secrets"] = scanned
+    figures.FIGURES["histories_replayed"] = replayed
