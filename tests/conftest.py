@@ -26,6 +26,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    figures.FULL = bool(config.getoption("--full"))
     config.addinivalue_line(
         "markers", "full: a long variant, run only with --full (CI runs a deterministic subset)"
     )

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+FULL = False
+"""Set from `--full` when pytest starts (tests/conftest.py): sizes the long variants."""
 FIGURES: Counter[str] = Counter()
 """e.g. kill_runs, kill_points, duplicates, losses, hostile_inputs, ..."""
 KILL_POINTS: set[str] = set()
