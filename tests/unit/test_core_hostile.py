@@ -10,6 +10,8 @@ Interaction, and an empty `messages_sent` would wipe the working context.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from scope_temporal.chat import Message, ToolCall, ToolResult
@@ -160,3 +162,26 @@ def test_rejections_are_recorded_bounded() -> None:
         assert len(snap.model_dump_json()) < 200_000
         assert snap.rejected_signals[0].signal_id.startswith("400:")
         assert snap.rejected_signals[-1].signal_id.startswith("499:")
+
+
+async def test_an_observer_raising_a_stray_cancellation_is_isolated_a_real_one_propagates() -> None:
+    from scope_temporal.observers import ObserverHub
+
+    class Stray:
+        async def tool_settled(self, **_: object) -> None:
+            raise asyncio.CancelledError("not a real cancellation")
+
+    class Slow:
+        async def tool_settled(self, **_: object) -> None:
+            await asyncio.sleep(10)
+
+    hub = ObserverHub([Stray()])
+    await hub.emit("tool_settled")
+    assert [f.event for f in hub.failures] == ["tool_settled"]
+    slow = ObserverHub([Slow()])
+    task = asyncio.create_task(slow.emit("tool_settled"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert slow.failures == []
