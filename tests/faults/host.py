@@ -213,6 +213,7 @@ async def drive(
     *,
     before_step: Callable[[TreeSnapshot], Awaitable[bool]] | None = None,
     timeout: float = 120.0,
+    every: float = 0.2,
 ) -> TreeSnapshot:
     """Act as the host until the Interaction ends; returns the last snapshot.
 
@@ -225,14 +226,14 @@ async def drive(
             raise AssertionError(f"the Interaction did not end in {timeout} s; host: {log}")
         snap = await snapshot_or_none(handle, log)
         if snap is None:
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(max(every, 0.3))
             continue
         if snap.status in ("completed", "failed", "canceled"):
             return snap
         if before_step is not None and await before_step(snap):
             continue
         await host_step(handle, snap, ledger, log)
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(every)
 
 
 # --- the audit -------------------------------------------------------------------------
@@ -252,7 +253,21 @@ class Audit:
 
 def audit(ledger: Path, expected_keys: frozenset[str] = scenario.EXPECTED_KEYS) -> Audit:
     """Nothing ran twice, nothing the output claims is missing, nothing unexplained."""
-    entries = scenario.read_ledger(ledger)
+    return audit_entries(scenario.read_ledger(ledger), expected_keys)
+
+
+def audit_by_root(ledger: Path) -> dict[str, Audit]:
+    """`audit` per Interaction, for a ledger several Interactions share."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for entry in scenario.read_ledger(ledger):
+        if entry.get("effect"):
+            groups.setdefault(entry["effect"].split("/")[0], []).append(entry)
+    return {root: audit_entries(entries) for root, entries in groups.items()}
+
+
+def audit_entries(
+    entries: list[dict[str, Any]], expected_keys: frozenset[str] = scenario.EXPECTED_KEYS
+) -> Audit:
     duplicates: list[str] = []
 
     def once(label: str, items: list[Any]) -> None:
@@ -273,20 +288,6 @@ def audit(ledger: Path, expected_keys: frozenset[str] = scenario.EXPECTED_KEYS) 
         unexpected=sorted(keys - expected_keys),
         kills=[e["point"] for e in entries if e["ev"] == "kill"],
     )
-
-
-def killed_effects(ledger: Path) -> list[str]:
-    """Effect ids whose activity was running when a kill point fired (last one entered)."""
-    entries = scenario.read_ledger(ledger)
-    found: list[str] = []
-    for index, entry in enumerate(entries):
-        if entry["ev"] != "kill":
-            continue
-        for earlier in reversed(entries[:index]):
-            if earlier["ev"] in ("model_start", "tool_enter"):
-                found.append(earlier["effect"])
-                break
-    return found
 
 
 async def wait_dead(process: WorkerProcess, timeout: float) -> None:

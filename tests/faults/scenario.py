@@ -210,20 +210,32 @@ def note(text: str) -> str:
 
 TOOLS = [inventory, write_item, notify, deploy, note]
 
-_TIMEOUTS: dict[str, Any] = {
-    "model_heartbeat_timeout": timedelta(seconds=2),
-    "tool_heartbeat_timeout": timedelta(seconds=2),
-}
-ROOT = Definition(
-    "faults",
-    tools=[inventory, write_item, notify, deploy],
-    delegates=[Delegate("summarize", "Summarise the changes", definition="faults-helper")],
-    max_model_calls=12,
-    max_concurrent_tool_calls=2,
-    **_TIMEOUTS,
-)
-HELPER = Definition("faults-helper", tools=[note], max_model_calls=5, **_TIMEOUTS)
-DEFINITIONS = [ROOT, HELPER]
+
+def _definitions(heartbeat: timedelta | None) -> list[Definition]:
+    timeouts: dict[str, Any] = {}
+    if heartbeat is not None:
+        timeouts = {"model_heartbeat_timeout": heartbeat, "tool_heartbeat_timeout": heartbeat}
+    root = Definition(
+        "faults",
+        tools=[inventory, write_item, notify, deploy],
+        delegates=[Delegate("summarize", "Summarise the changes", definition="faults-helper")],
+        max_model_calls=12,
+        max_concurrent_tool_calls=2,
+        **timeouts,
+    )
+    return [root, Definition("faults-helper", tools=[note], max_model_calls=5, **timeouts)]
+
+
+DEFINITIONS = _definitions(timedelta(seconds=2))
+"""A lost worker is noticed 2 s (+1 s sticky) later: quick kill-point runs."""
+FLEET_DEFINITIONS = _definitions(None)
+"""The default heartbeat timeouts, for many workers sharing two cores: a starved but
+living worker must not be taken for lost (its call would become unknown while it runs)."""
+
+
+def definitions_for(task_queue: str) -> list[Definition]:
+    """The scenario's Definitions as served on `task_queue` (workers and replay agree)."""
+    return FLEET_DEFINITIONS if task_queue.startswith("fleet-") else DEFINITIONS
 
 
 # --- the planner (the model) -----------------------------------------------------------

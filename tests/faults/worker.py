@@ -101,7 +101,7 @@ async def main(address: str, task_queue: str, mode: ToolCallWorkflows) -> None:
     worker = ScopeWorker(
         client,
         task_queue=task_queue,
-        definitions=[in_mode(d, mode) for d in scenario.DEFINITIONS],
+        definitions=[in_mode(d, mode) for d in scenario.definitions_for(task_queue)],
         tools=scenario.TOOLS,
         models={"default": scenario.LedgerModel()},
         observers=[scenario.KillingObserver()],

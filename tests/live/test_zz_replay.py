@@ -111,9 +111,10 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             definitions = [
                 in_mode(d, MODE_BY_QUEUE.get(queue, "always")) for d in loss_worker.DEFINITIONS
             ]
-        elif queue.startswith("fault-"):  # a fault-injection scenario's worker processes
+        elif queue.startswith(("fault-", "fleet-")):  # fault-injection worker processes
             definitions = [
-                in_mode(d, MODE_BY_QUEUE.get(queue, "always")) for d in scenario.DEFINITIONS
+                in_mode(d, MODE_BY_QUEUE.get(queue, "always"))
+                for d in scenario.definitions_for(queue)
             ]
         elif queue == "readme":  # served by the README program, in a subprocess
             definitions = readme_definitions()
@@ -129,7 +130,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
     assert replayed >= 2
     assert failures == {}
     assert leaked == [], "an API key reached workflow history"
-    if any(queue.startswith("fault-") for queue in MODE_BY_QUEUE):
+    if any(queue.startswith(("fault-", "fleet-")) for queue in MODE_BY_QUEUE):
         assert steered_runs > 0, "the scan must find what histories do hold"
     figures.FIGURES["histories_scanned_for_secrets"] = scanned
     figures.FIGURES["histories_replayed"] = replayed
