@@ -81,13 +81,7 @@ def check_size(payload: BaseModel, what: str) -> None:
     Raises:
         InvalidSignal: code `interaction.payload.too_large`.
     """
-    limit = registry.payload_limit(workflow.info().task_queue)
-    size = size_of(payload)
-    if size > limit:
-        raise InvalidSignal(
-            too_large(what, size, limit, "It was refused; send less."),
-            code=errors.PAYLOAD_TOO_LARGE,
-        )
+    _refuse_over_limit(what, size_of(payload), "It was refused; send less.")
 
 
 def check_steer_room(machine: InteractionMachine, payload: BaseModel) -> None:
@@ -96,18 +90,15 @@ def check_steer_room(machine: InteractionMachine, payload: BaseModel) -> None:
     Raises:
         InvalidSignal: code `interaction.payload.too_large`.
     """
+    check_size(payload, "The steer")
+    _refuse_over_limit(
+        "With this steer, the next model request",
+        machine.queued_message_bytes + size_of(payload),
+        "The steer was refused; send a shorter one.",
+    )
+
+
+def _refuse_over_limit(what: str, size: int, advice: str) -> None:
     limit = registry.payload_limit(workflow.info().task_queue)
-    size = size_of(payload)
     if size > limit:
-        check_size(payload, "The steer")
-    queued = machine.queued_message_bytes
-    if queued + size > limit:
-        raise InvalidSignal(
-            too_large(
-                "With this steer, the next model request",
-                queued + size,
-                limit,
-                "The steer was refused; send a shorter one.",
-            ),
-            code=errors.PAYLOAD_TOO_LARGE,
-        )
+        raise InvalidSignal(too_large(what, size, limit, advice), code=errors.PAYLOAD_TOO_LARGE)

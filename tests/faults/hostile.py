@@ -12,8 +12,10 @@ Valid steers sent in between must all be applied (an accepted signal is never lo
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,24 +25,28 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
     Definition,
     HostFailure,
     InteractionHandle,
+    Message,
     ModelRequest,
     Response,
     ScriptedModel,
+    ToolResult,
     TreeSnapshot,
     reply,
     require_tool_input,
+    settle_tool_result,
     tool,
     tool_input_continuation,
 )
 from scope_temporal import names as tnames
 from scope_temporal.errors import CODE_KINDS
 from tests.faults import figures
-from tests.live.harness import eventually
+from tests.live.harness import eventually, fresh_id, serving
 
 APPROVAL: dict[str, Any] = {
     "type": "object",
@@ -197,3 +203,37 @@ async def send_hostile(
 
 
 PayloadBuilder = Callable[[Target], bytes]
+
+
+@asynccontextmanager
+async def serving_target(env: WorkflowEnvironment, prefix: str) -> AsyncIterator[Target]:
+    """A worker serving HOSTILE and one Interaction of it held still (see the module)."""
+    async with serving(
+        env, [HOSTILE], tools=[approve, lost], models={"default": target_model()}
+    ) as scope:
+        handle = await scope.start("hostile", [Message.user("go")], id=fresh_id(prefix))
+        yield await held_target(handle)
+
+
+async def steer_valid(target: Target) -> None:
+    """One more valid steer: accepted now, and it must be applied at the end, in order."""
+    signal_id = f"valid-{len(target.valid_steers)}"
+    assert await target.handle.steer(signal_id, f"steer {signal_id}") is True
+    target.valid_steers.append(signal_id)
+
+
+async def finish(target: Target) -> None:
+    """Answer and settle properly: the Interaction completes with every valid steer
+    applied in order, and no workflow task failed on the way."""
+    assert await task_failures(target) == 0
+    snap = await target.handle.snapshot()
+    [pending] = snap.pending_tool_inputs
+    await target.handle.answer(pending, "good-answer", {"approved": True})
+    call = target.unknown.request.call
+    result = ToolResult(call_id=call.id, name=call.name, content="logs (checked)")
+    settlement = settle_tool_result(target.unknown.request, result, "succeeded")
+    await target.handle.resolve(target.unknown, settlement)
+    out = await asyncio.wait_for(target.handle.result(), 30)
+    assert out.text == "steers: " + ",".join(f"steer {s}" for s in target.valid_steers)
+    assert (await target.handle.snapshot()).applied_signals == target.valid_steers
+    assert await task_failures(target) == 0

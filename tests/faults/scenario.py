@@ -143,20 +143,25 @@ def model_tag(process_id: str, seq: int) -> str:
 # --- tools -----------------------------------------------------------------------------
 
 
-def _side_effect(key: str) -> None:
-    """The tool's one external action, bracketed by its kill points."""
-    invocation = current_tool_call()
-    tag = invocation_tag(invocation)
-    effect = invocation.effect_id
+def _enter(invocation: ToolInvocation) -> str:
+    """Log one entry into a tool body; returns its Effect id."""
     append(
         {
             "ev": "tool_enter",
-            "effect": effect,
+            "effect": invocation.effect_id,
             "entry": invocation.attempt,
             "tool": invocation.call.name,
             "pid": os.getpid(),
         }
     )
+    return invocation.effect_id
+
+
+def _side_effect(key: str) -> None:
+    """The tool's one external action, bracketed by its kill points."""
+    invocation = current_tool_call()
+    tag = invocation_tag(invocation)
+    effect = _enter(invocation)
     maybe_kill("tool.before", tag, effect)
     append({"ev": "effect", "effect": effect, "key": key})
     maybe_kill("tool.after", tag, effect)
@@ -188,10 +193,7 @@ def deploy(target: str) -> str:
     """Deploy, once a human approved it."""
     invocation = current_tool_call()
     if tool_input_continuation() is None:
-        effect = invocation.effect_id
-        append(
-            {"ev": "tool_enter", "effect": effect, "entry": 1, "tool": "deploy", "pid": os.getpid()}
-        )
+        effect = _enter(invocation)
         maybe_kill("tool.ask", invocation_tag(invocation), effect)
         require_tool_input(f"Deploy {target}?", APPROVAL, state={"target": target})
     _state, answer = tool_input_continuation()

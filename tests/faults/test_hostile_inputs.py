@@ -20,7 +20,6 @@ from temporalio.testing import WorkflowEnvironment
 from scope_temporal import (
     InteractionFailed,
     InvalidSignal,
-    Message,
     NoSuchWait,
     ScopeError,
     SettlementMismatch,
@@ -35,9 +34,11 @@ from tests.faults.hostile import (
     Where,
     approve,
     as_json,
-    held_target,
+    finish,
     lost,
     send_hostile,
+    serving_target,
+    steer_valid,
     target_model,
     task_failures,
 )
@@ -237,11 +238,8 @@ CASES: list[tuple[str, Where, Handler, Any]] = [
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def target(temporal_env: WorkflowEnvironment) -> AsyncIterator[Target]:
-    async with serving(
-        temporal_env, [HOSTILE], tools=[approve, lost], models={"default": target_model()}
-    ) as scope:
-        handle = await scope.start("hostile", [Message.user("go")], id=fresh_id("hostile"))
-        yield await held_target(handle)
+    async with serving_target(temporal_env, "hostile") as found:
+        yield found
 
 
 @pytest.mark.parametrize("as_update", [True, False], ids=["update", "signal"])
@@ -254,10 +252,7 @@ async def test_hostile_input_is_refused_and_changes_nothing(
     how = await send_hostile(target, where, handler, build(target), as_update=as_update)
     if "oversized" in name and as_update:
         assert how == f"update:{PAYLOAD_TOO_LARGE}"
-    # a valid steer after every hostile input: each must be applied at the end, in order
-    signal_id = f"valid-{len(target.valid_steers)}"
-    assert await target.handle.steer(signal_id, f"steer {signal_id}") is True
-    target.valid_steers.append(signal_id)
+    await steer_valid(target)
 
 
 async def test_oversized_steer_through_the_client_is_refused_and_fails_no_task(
@@ -288,22 +283,8 @@ async def test_the_client_refuses_to_answer_or_resolve_another_interactions_proc
 async def test_after_every_hostile_input_the_interaction_completes_with_every_valid_steer(
     target: Target,
 ) -> None:
-    assert await task_failures(target) == 0
-    snap = await target.handle.snapshot()
-    [pending] = snap.pending_tool_inputs
-    await target.handle.answer(pending, "good-answer", {"approved": True})
-    call = target.unknown.request.call
-    result = ToolResult(call_id=call.id, name=call.name, content="logs (checked)")
-    await target.handle.resolve(
-        target.unknown, settle_tool_result(target.unknown.request, result, "succeeded")
-    )
-    out = await asyncio.wait_for(target.handle.result(), 30)
-    applied = ",".join(f"steer {s}" for s in target.valid_steers)
-    assert out.text == f"steers: {applied}"
     assert len(target.valid_steers) > len(CASES)
-    final = await target.handle.snapshot()
-    assert final.applied_signals == target.valid_steers
-    assert await task_failures(target) == 0
+    await finish(target)
 
 
 async def test_an_unknown_definition_fails_with_its_code_not_a_task_loop(

@@ -9,7 +9,6 @@ each, and all of them must be applied when the Interaction completes.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,21 +18,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from temporalio.testing import WorkflowEnvironment
 
-from scope_temporal import Message, ToolResult, settle_tool_result
 from tests.faults import figures
 from tests.faults.hostile import (
-    HOSTILE,
     Handler,
     Target,
     Where,
-    approve,
-    held_target,
-    lost,
+    finish,
     send_hostile,
-    target_model,
-    task_failures,
+    serving_target,
+    steer_valid,
 )
-from tests.live.harness import fresh_id, serving
 
 EXAMPLES = 400 if figures.FULL else 60
 
@@ -148,12 +142,8 @@ def payloads(target: Target) -> st.SearchStrategy[tuple[Handler, bytes]]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def target(temporal_env: WorkflowEnvironment) -> AsyncIterator[Target]:
-    async with serving(
-        temporal_env, [HOSTILE], tools=[approve, lost], models={"default": target_model()}
-    ) as scope:
-        handle = await scope.start("hostile", [Message.user("go")], id=fresh_id("hostile-gen"))
-        found = await held_target(handle)
-        assert await handle.steer("valid-0", "steer valid-0") is True
+    async with serving_target(temporal_env, "hostile-gen") as found:
+        assert await found.handle.steer("valid-0", "steer valid-0") is True
         found.valid_steers.append("valid-0")
         yield found
 
@@ -174,22 +164,9 @@ async def test_generated_hostile_input_is_refused_and_changes_nothing(
     where = data.draw(st.sampled_from(WHERE))
     as_update = data.draw(st.booleans())
     await send_hostile(target, where, handler, payload, as_update=as_update)
-    signal_id = f"valid-{len(target.valid_steers)}"
-    assert await target.handle.steer(signal_id, f"steer {signal_id}") is True
-    target.valid_steers.append(signal_id)
+    await steer_valid(target)
 
 
 async def test_after_generated_hostile_input_every_valid_steer_is_applied(target: Target) -> None:
     assert target.tried >= EXAMPLES
-    assert await task_failures(target) == 0
-    snap = await target.handle.snapshot()
-    [pending] = snap.pending_tool_inputs
-    await target.handle.answer(pending, "good-answer", {"approved": True})
-    call = target.unknown.request.call
-    result = ToolResult(call_id=call.id, name=call.name, content="logs (checked)")
-    settlement = settle_tool_result(target.unknown.request, result, "succeeded")
-    await target.handle.resolve(target.unknown, settlement)
-    out = await asyncio.wait_for(target.handle.result(), 30)
-    assert out.text == "steers: " + ",".join(f"steer {s}" for s in target.valid_steers)
-    assert (await target.handle.snapshot()).applied_signals == target.valid_steers
-    assert await task_failures(target) == 0
+    await finish(target)
