@@ -164,6 +164,7 @@ async def test_generated_hostile_input_is_refused_and_changes_nothing(
     where = data.draw(st.sampled_from(WHERE))
     as_update = data.draw(st.booleans())
     await send_hostile(target, where, handler, payload, as_update=as_update)
+    figures.FIGURES["hostile_inputs_generated"] += 1
     await steer_valid(target)
 
 
