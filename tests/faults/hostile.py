@@ -68,10 +68,13 @@ HANDLER_NAMES: dict[Handler, str] = {
 @tool(permission="read")
 def approve(topic: str) -> str:
     """Ask the host to approve."""
-    if tool_input_continuation() is None:
+    continuation = tool_input_continuation()
+    if continuation is None:
         require_tool_input(f"Approve {topic}?", APPROVAL)
-    _state, answer = tool_input_continuation()
-    return f"{topic}: approved={answer['approved']}"
+    else:
+        _state, answer = continuation
+        return f"{topic}: approved={answer['approved']}"
+    raise AssertionError("require_tool_input returned")
 
 
 @tool(permission="read")

@@ -33,6 +33,8 @@ from scope_temporal import (
     tool,
 )
 from scope_temporal.definition import ToolCallWorkflows
+from scope_temporal.interaction.effects import ToolEffectRequest
+from scope_temporal.tools.outcome import Disposition
 from tests.faults import figures
 from tests.live.harness import STARTED_IDS, eventually, in_mode
 
@@ -183,12 +185,19 @@ async def test_a_raising_middleware_is_a_tool_outcome_like_any_other(
         handle = await scope.start("iso-mw", [Message.user("go")])
         STARTED_IDS.append(handle.id)
         snap = await eventually(handle.snapshot, lambda s: len(s.unknown_effects) == 2)
-        unknowns = {u.request.call.arguments: u for u in snap.unknown_effects}
+        requests = {u.effect_id: u.request for u in snap.unknown_effects}
+        assert all(isinstance(r, ToolEffectRequest) for r in requests.values())
+        unknowns = {
+            u.request.call.arguments: u
+            for u in snap.unknown_effects
+            if isinstance(u.request, ToolEffectRequest)
+        }
         assert set(unknowns) == {'{"key": "before"}', f'{{"key": "after-{tag}"}}'}
         assert "before the body" in unknowns['{"key": "before"}'].diagnostic
         # the careful host: the body ran only where its side effect is there
         assert EFFECTS["store:before"] == 0 and EFFECTS[f"store:after-{tag}"] == 1
         for arguments, unknown in unknowns.items():
+            assert isinstance(unknown.request, ToolEffectRequest)
             call = unknown.request.call
             ran = "after" in arguments
             result = ToolResult(
@@ -197,7 +206,7 @@ async def test_a_raising_middleware_is_a_tool_outcome_like_any_other(
                 content="stored (checked)" if ran else "not stored",
                 is_error=not ran,
             )
-            disposition = "succeeded" if ran else "failed"
+            disposition: Disposition = "succeeded" if ran else "failed"
             await handle.resolve(unknown, settle_tool_result(unknown.request, result, disposition))
         out = await asyncio.wait_for(handle.result(), 30)
         final = await handle.snapshot()

@@ -26,8 +26,9 @@ from typing import Literal
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from scope_temporal import ScopeClient, TreeSnapshot
+from scope_temporal import InteractionHandle, ScopeClient, TreeSnapshot
 from scope_temporal.definition import ToolCallWorkflows
+from scope_temporal.interaction.effects import ToolEffectRequest
 from tests.faults import figures, scenario
 from tests.faults.host import (
     HostLog,
@@ -93,8 +94,8 @@ POINTS = [
 MODES: tuple[ToolCallWorkflows, ...] = ("always", "on_demand")
 
 
-def _cases() -> list[pytest.param]:  # type: ignore[valid-type]
-    cases = []
+def _cases() -> list[object]:
+    cases: list[object] = []
     for kill in POINTS:
         for mode in MODES:
             marks = () if mode in kill.ci else (pytest.mark.full,)
@@ -109,7 +110,9 @@ def address_of(env: WorkflowEnvironment) -> str:
 class HostKiller:
     """Host-side kill points: kill the first worker at a state seen in a snapshot."""
 
-    def __init__(self, point: str, handle: object, victim: WorkerProcess, ledger: Path) -> None:
+    def __init__(
+        self, point: str, handle: InteractionHandle, victim: WorkerProcess, ledger: Path
+    ) -> None:
         self.point = point
         self.handle = handle
         self.victim = victim
@@ -126,11 +129,15 @@ class HostKiller:
         handle = self.handle
         if not self.victim.alive:
             if self.paused:
-                await handle.resume()  # type: ignore[attr-defined]
+                await handle.resume()
                 self.paused = False
                 return True
             return False
-        notify_held = [u for u in snap.unknown_effects if u.request.call.name == "notify"]  # type: ignore[union-attr]
+        notify_held = [
+            u
+            for u in snap.unknown_effects
+            if isinstance(u.request, ToolEffectRequest) and u.request.call.name == "notify"
+        ]
         quiet = len(snap.root.active_children) == 1
         if self.point == "host.input_wait" and snap.pending_tool_inputs:
             self._kill()
@@ -141,14 +148,15 @@ class HostKiller:
         if self.point == "host.paused_answer" and snap.pending_tool_inputs:
             [pending] = snap.pending_tool_inputs
             await self._pause_until(pending.process_id)
-            assert await handle.answer(pending, f"answer:{pending.wait_id}", {"approved": True})  # type: ignore[attr-defined]
+            assert await handle.answer(pending, f"answer:{pending.wait_id}", {"approved": True})
             self._kill()
             return True
         if self.point == "host.paused_resolution" and notify_held and quiet:
             [unknown] = notify_held
+            assert isinstance(unknown.request, ToolEffectRequest)
             await self._pause_until(unknown.process_id)
-            settlement, _ = tool_settlement(unknown.request, self.ledger)  # type: ignore[arg-type]
-            await handle.resolve(unknown, settlement)  # type: ignore[attr-defined]
+            settlement, _ = tool_settlement(unknown.request, self.ledger)
+            await handle.resolve(unknown, settlement)
             self._kill()
             return True
         # hold the settlement until the rest of the round has settled
@@ -156,10 +164,10 @@ class HostKiller:
 
     async def _pause_until(self, process_id: str) -> None:
         handle = self.handle
-        await handle.pause()  # type: ignore[attr-defined]
+        await handle.pause()
         self.paused = True
         for _ in range(100):
-            snap = await handle.snapshot()  # type: ignore[attr-defined]
+            snap = await handle.snapshot()
             if snap.process(process_id).status == "paused":
                 return
             await asyncio.sleep(0.1)
