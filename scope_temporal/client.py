@@ -40,6 +40,7 @@ from scope_temporal.interaction.snapshot import (
 from scope_temporal.interaction.task_values import task_process
 from scope_temporal.models.streaming import LiveText
 from scope_temporal.outputs import Output
+from scope_temporal.payload_limits import SERVER_BLOB_LIMIT_BYTES, size_of, too_large
 from scope_temporal.payloads import (
     ControlInput,
     InteractionInput,
@@ -59,6 +60,7 @@ _ERRORS_BY_CODE: dict[str, type[ScopeError]] = {
     errors.SETTLEMENT_MISMATCH: errors.SettlementMismatch,
     errors.DEFINITION_UNKNOWN: errors.UnknownDefinition,
     errors.TASK_ENDED: errors.TaskEnded,
+    errors.PAYLOAD_TOO_LARGE: errors.InvalidSignal,
 }
 
 
@@ -139,6 +141,9 @@ class ScopeClient:
         Raises:
             InteractionAlreadyStarted: a workflow with that id is running (code
                 `interaction.id.in_use`); nothing was started.
+            ScopeError: code `interaction.payload.too_large`: the input is over the
+                server's blob limit (and no external storage is configured); nothing
+                was started.
         """
         if isinstance(messages, str):
             messages = [Message.user(messages)]
@@ -152,20 +157,29 @@ class ScopeClient:
                     SearchAttributePair(names.STATUS_ATTRIBUTE, "running"),
                 ]
             )
+        input = InteractionInput(
+            definition=definition,
+            messages=tuple(messages),
+            track_status=track,
+            continue_as_new_every=continue_as_new_every,
+        )
+        self.check_sendable(input, "The start input", ScopeError)
         try:
             await self.client.start_workflow(
                 names.INTERACTION_WORKFLOW,
-                InteractionInput(
-                    definition=definition,
-                    messages=tuple(messages),
-                    track_status=track,
-                    continue_as_new_every=continue_as_new_every,
-                ),
+                input,
                 id=workflow_id,
                 task_queue=self.task_queue,
                 search_attributes=search_attributes,
                 static_summary=f"{definition}: {messages[0].text[:60]}" if messages else definition,
             )
+        except RPCError as error:
+            if error.status == RPCStatusCode.INVALID_ARGUMENT and "size" in error.message:
+                raise ScopeError(
+                    f"The start input was refused by the server: {error.message}",
+                    code=errors.PAYLOAD_TOO_LARGE,
+                ) from error
+            raise
         except WorkflowAlreadyStartedError:
             raise errors.InteractionAlreadyStarted(
                 f"A workflow with id {workflow_id!r} is already running in namespace "
@@ -173,6 +187,18 @@ class ScopeClient:
                 f"the running one with get_handle({workflow_id!r})."
             ) from None
         return self.get_handle(workflow_id)
+
+    def check_sendable(self, payload: BaseModel, what: str, error: type[ScopeError]) -> None:
+        """Refuse (code `interaction.payload.too_large`) a payload over the server's blob
+        limit, unless it would be offloaded to external storage."""
+        if self.client.data_converter.external_storage is not None:
+            return
+        size = size_of(payload)
+        if size > SERVER_BLOB_LIMIT_BYTES:
+            raise error(
+                too_large(what, size, SERVER_BLOB_LIMIT_BYTES, "Nothing was sent; send less."),
+                code=errors.PAYLOAD_TOO_LARGE,
+            )
 
     def get_handle(self, id: str) -> InteractionHandle:
         """A handle on an existing Interaction (no call is made)."""
@@ -222,6 +248,7 @@ class InteractionHandle:
         return self.scope.client.get_workflow_handle(process_id or self.id)
 
     async def _update(self, process_id: str, update: str, payload: BaseModel) -> Any:
+        self.scope.check_sendable(payload, f"The {update} input", errors.InvalidSignal)
         try:
             return await self._workflow(process_id).execute_update(update, payload)
         except WorkflowUpdateFailedError as error:
@@ -238,11 +265,21 @@ class InteractionHandle:
                 code=errors.PROTOCOL_INVALID,
             ) from error
 
+    def _check_in_tree(self, process_id: str, error: type[ScopeError], what: str) -> None:
+        """Refuse to address a process outside this Interaction's tree (nothing is sent)."""
+        if process_id != self.id and not process_id.startswith(f"{self.id}/"):
+            raise error(
+                f"The {what} belongs to process {process_id!r}, which is not part of "
+                f"Interaction {self.id!r}; nothing was sent. Use that Interaction's handle."
+            )
+
     async def steer(self, signal_id: str, *messages: Message | str) -> bool:
         """Queue user messages for the next model call; False for an exact duplicate id.
 
         Raises:
-            InvalidSignal: not user messages. SignalConflict: the id was used with other content.
+            InvalidSignal: not user messages, an id over 256 characters, or (code
+                `interaction.payload.too_large`) a steer the next model request could not
+                carry. SignalConflict: the id was used with other content.
         """
         msgs = tuple(Message.user(m) if isinstance(m, str) else m for m in messages)
         return bool(
@@ -254,8 +291,10 @@ class InteractionHandle:
 
         Raises:
             InvalidToolInput: the response violates `pending.response_schema` (nothing sent).
-            NoSuchWait: the wait is no longer open.
+            NoSuchWait: the wait is no longer open, or belongs to another Interaction
+                (nothing sent).
         """
+        self._check_in_tree(pending.process_id, errors.NoSuchWait, f"wait {pending.wait_id!r}")
         problem = validate_value(pending.response_schema, response)
         if problem is not None:
             raise errors.InvalidToolInput(
@@ -279,8 +318,12 @@ class InteractionHandle:
         """Deliver the host's settlement of an unknown Effect to the Process holding it.
 
         Raises:
-            SettlementMismatch: it does not match the retained request of a held unknown.
+            SettlementMismatch: it does not match the retained request of a held unknown,
+                or the unknown belongs to another Interaction (nothing sent).
         """
+        self._check_in_tree(
+            unknown.process_id, errors.SettlementMismatch, f"unknown effect {unknown.effect_id!r}"
+        )
         payload = ResolveInput(
             signal_id=signal_id or f"resolve:{unknown.effect_id}", settlement=settlement
         )

@@ -6,6 +6,10 @@ derive the same ids, so a replayed or continued-as-new workflow finds the same c
 
 from __future__ import annotations
 
+MAX_ID_CHARS = 256
+"""Longest signal or answer id accepted: ids are kept for deduplication, so a bounded
+size keeps a flood of hostile ids from growing the state without end."""
+
 
 def tool_call_ref(process_id: str, model_call_seq: int, call_index: int) -> str:
     """ToolCallRef `"<process id>/<model call seq>/<call index>"` of one logical call."""

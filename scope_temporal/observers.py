@@ -7,6 +7,7 @@ and never changes a settlement.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import Any
 
@@ -44,7 +45,15 @@ class ObserverHub:
                 result = callback(**details)
                 if inspect.isawaitable(result):
                     await result
+            except asyncio.CancelledError as exc:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # the call itself is being cancelled: not the observer's doing
+                self._failed(observer, event, exc)  # a stray one, raised by the observer
             except Exception as exc:
-                self.failures.append(
-                    ObserverFailure(type(observer).__name__, event, f"{type(exc).__name__}: {exc}")
-                )
+                self._failed(observer, event, exc)
+
+    def _failed(self, observer: Any, event: str, exc: BaseException) -> None:
+        self.failures.append(
+            ObserverFailure(type(observer).__name__, event, f"{type(exc).__name__}: {exc}")
+        )

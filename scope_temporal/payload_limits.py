@@ -27,6 +27,12 @@ from pydantic import BaseModel
 DEFAULT_PAYLOAD_LIMIT_BYTES = 1_000_000
 """Under Temporal's 2 MiB default, leaving room for the envelope around each payload."""
 
+SERVER_BLOB_LIMIT_BYTES = 2 * 1024 * 1024
+"""Temporal's default blob limit. A client refuses to send a bigger signal, update or
+start input itself (unless it offloads to external storage): the server refuses a signal
+or start that big, and an update that big fails the workflow task that rejects it (the
+rejection carries the request back)."""
+
 OFFLOADED_PAYLOAD_LIMIT_BYTES = 64_000_000
 """With external storage only a reference stays in history; this bounds worker memory."""
 

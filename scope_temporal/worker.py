@@ -218,9 +218,18 @@ def _check_bindings(
     problems: list[str] = []
     for definition in definitions:
         for spec in definition.tools.tools + definition.tools.deferred:
-            if tools.get(spec.name) is None:
+            registered = tools.get(spec.name)
+            if registered is None:
                 problems.append(
                     f"{definition.name!r} binds tool {spec.name!r}: pass it in tools=[...]"
+                )
+            elif registered.spec.permission != spec.permission:
+                # the Definition's declaration decides admission and scheduling; the body
+                # that runs must not hold another permission than the one it declared
+                problems.append(
+                    f"{definition.name!r} declares tool {spec.name!r} with permission "
+                    f"{spec.permission!r}, but the tool registered under that name has "
+                    f"{registered.spec.permission!r}: register the tool the Definition binds"
                 )
         if definition.model not in models:
             problems.append(

@@ -1,4 +1,8 @@
-"""Session fixtures: one real Temporal dev server for the whole run."""
+"""Session fixtures: one real Temporal dev server for the whole run; the `--full` option.
+
+`python -m pytest` runs the CI subset: tests marked `full` (every kill point in both
+tool-call mappings, 50 interactions on three workers, ...) are skipped unless `--full`.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,40 @@ from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal.names import SEARCH_ATTRIBUTES
 from scope_temporal.testing.devserver import DEV_SERVER_ARGS, temporal_cli_path
+from tests.faults import figures
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="also run the long fault-injection variants (marked `full`)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    figures.FULL = bool(config.getoption("--full"))
+    config.addinivalue_line(
+        "markers", "full: a long variant, run only with --full (CI runs a deterministic subset)"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--full"):
+        return
+    skip = pytest.mark.skip(reason="long variant: run with --full")
+    for item in items:
+        if "full" in item.keywords:
+            item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    lines = figures.summary()
+    if lines:
+        terminalreporter.section("fault-injection figures")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

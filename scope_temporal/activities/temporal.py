@@ -23,7 +23,7 @@ from scope_temporal.activities.model_input import (
     ModelRequestBuilder,
     RequestMismatch,
 )
-from scope_temporal.activities.tool_attempt import run_tool_attempt
+from scope_temporal.activities.tool_attempt import run_tool_attempt, unauthorised
 from scope_temporal.background.runtime import BackgroundRuntime, activate
 from scope_temporal.chat import Message
 from scope_temporal.context_refs import ContextRef
@@ -189,10 +189,16 @@ class ScopeActivities:
 
         Background tools reach the worker's background runtime (their output store, the
         live runs held for a handoff, task access for `task_status`...) through
-        `current_runtime()`. An outcome over the payload limit becomes
-        `Unknown(interaction.payload.too_large)`: the body ran, so only the host may
-        settle the call (see `payload_limits`).
+        `current_runtime()`. A request its Definition does not grant (see `unauthorised`)
+        is rejected as not authorized before anything runs. An outcome over the payload
+        limit becomes `Unknown(interaction.payload.too_large)`: the body ran, so only the
+        host may settle the call (see `payload_limits`).
         """
+        request = input.attempt.request
+        definition = registry.lookup(activity.info().task_queue, request.definition)
+        refused = unauthorised(request, definition, self.tools)
+        if refused is not None:
+            return refused
         runtime = dataclasses.replace(self.background, tasks=TemporalTaskAccess(activity.client()))
         with activate(runtime):
             outcome = await _Heartbeat(input.heartbeat).around(

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from scope_temporal.definition import Definition
+from scope_temporal.errors import TOOL_NOT_AUTHORIZED
+from scope_temporal.interaction.effects import ToolEffectRequest
 from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.observers import ObserverHub
 from scope_temporal.tools.context import ToolInvocation
 from scope_temporal.tools.executor import execute_tool
 from scope_temporal.tools.middleware import Middleware
-from scope_temporal.tools.outcome import AttemptOutcome
+from scope_temporal.tools.outcome import AttemptOutcome, Rejected
 from scope_temporal.tools.registry import ToolRegistry
+from scope_temporal.tools.rejections import not_authorized
 
 
 def invocation_of(attempt: ToolAttempt) -> ToolInvocation:
@@ -53,3 +57,28 @@ async def run_tool_attempt(
     )
     await observers.emit("tool_settled", invocation=invocation, outcome=outcome)
     return outcome
+
+
+def unauthorised(
+    request: ToolEffectRequest, definition: Definition | None, tools: ToolRegistry
+) -> Rejected | None:
+    """Refuse a request its Definition does not grant, before anything runs.
+
+    The Interaction only asks for what its Definition allows; this guards the worker
+    against a forged request (e.g. a `scope.ToolCall` started by hand with a wider grant,
+    a tool the Definition does not bind, or a Definition this worker does not serve).
+    """
+    call = request.call
+    spec = definition.tools.get(call.name) if definition is not None else None
+    tool = tools.get(call.name)
+    if (
+        definition is None
+        or request.digest != definition.digest
+        or not set(request.granted) <= definition.capabilities
+        or spec is None
+        or tool is None
+        or tool.spec.permission != spec.permission
+    ):
+        permission = spec.permission if spec is not None else "exec"
+        return Rejected(result=not_authorized(call, permission), code=TOOL_NOT_AUTHORIZED)
+    return None

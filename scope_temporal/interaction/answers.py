@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scope_temporal.errors import InvalidSignal, InvalidToolInput, NoSuchWait, SignalConflict
-from scope_temporal.interaction.steering import content_digest
+from scope_temporal.interaction.steering import check_id_length, content_digest
 from scope_temporal.tools.validation import validate_value
 
 
@@ -37,7 +37,7 @@ def check_answer(
 
     Raises:
         SignalConflict: the answer id was used with different content.
-        InvalidSignal: an empty answer id.
+        InvalidSignal: an empty answer id, or one over `MAX_ID_CHARS`.
         NoSuchWait: no open wait has that id.
         InvalidToolInput: the response does not match the wait's schema.
     """
@@ -48,6 +48,7 @@ def check_answer(
         return False
     if not answer_id:
         raise InvalidSignal("An answer needs a non-empty id (used to deduplicate).")
+    check_id_length("answer", answer_id)
     if closed is not None:
         raise NoSuchWait(f"{owner} {closed}; nothing waits.")
     if open_wait is None or open_wait[0] != wait:

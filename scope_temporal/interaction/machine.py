@@ -58,7 +58,6 @@ from scope_temporal.interaction.effects import (
 )
 from scope_temporal.interaction.snapshot import (
     ProcessSnapshot,
-    RejectedSignal,
     ResultEntry,
     Status,
 )
@@ -69,7 +68,11 @@ from scope_temporal.interaction.state import (
     SteerEnvelope,
     transact,
 )
-from scope_temporal.interaction.steering import check_steer_messages, steer_digest
+from scope_temporal.interaction.steering import (
+    check_steer_messages,
+    record_rejection,
+    steer_digest,
+)
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.tools import rejections
 
@@ -185,6 +188,14 @@ class InteractionMachine:
         return model is not None and model.emitted and not model.unknown
 
     @property
+    def queued_message_bytes(self) -> int:
+        """JSON bytes of the working context plus the queued steers: what the next model
+        call would send, before its tool manifest."""
+        s = self._state
+        messages = [*s.context, *(m for e in s.mailbox for m in e.messages)]
+        return sum(len(m.model_dump_json()) for m in messages)
+
+    @property
     def model_calls_started(self) -> int:
         """Model calls started so far (settled, in flight or unknown)."""
         return self._state.next_model_call_seq - 1
@@ -250,6 +261,15 @@ class InteractionMachine:
                 f"the unknown effect is {s.model.request.effect_id!r}. Build it with "
                 "settle_model_result(unknown.request, ...)."
             )
+        # what settle_model_result guarantees, checked again: a raw signal skips it
+        if not settlement.messages_sent:
+            raise SettlementMismatch("messages_sent must list the messages the model call sent.")
+        problem = rules.response_problem(settlement.response.message)
+        if problem is not None:
+            raise SettlementMismatch(
+                f"The settlement's response cannot be admitted: {problem} Settle with the "
+                "response the model gave, or cancel the Interaction."
+            )
 
     def resolve(self, settlement: ModelSettlement) -> None:
         """Apply a host's investigated settlement of the unknown model Effect."""
@@ -295,14 +315,13 @@ class InteractionMachine:
         return True
 
     def record_rejected(
-        self, signal_id: str, signal: Literal["steer", "tool_input", "resolve"], error: ScopeError
+        self,
+        signal_id: str,
+        signal: Literal["steer", "tool_input", "resolve", "pause", "resume"],
+        error: ScopeError,
     ) -> None:
-        """Record a refused signal for the snapshot; nothing else changes."""
-        self._state.rejected_signals.append(
-            RejectedSignal(
-                signal_id=signal_id, signal=signal, code=error.code, message=error.message
-            )
-        )
+        """Record a refused signal for the snapshot (the latest ones); nothing else changes."""
+        record_rejection(self._state.rejected_signals, signal_id, signal, error)
 
     def pause(self) -> None:
         """Start nothing new until `resume`; effects in flight continue and settle."""

@@ -89,7 +89,8 @@ class RejectedSignal(_Frozen):
     """A signal the Process refused; it changed nothing."""
 
     signal_id: str
-    signal: Literal["steer", "tool_input", "resolve"]
+    """The id it carried (clipped to 256 characters; "" when none could be read)."""
+    signal: Literal["steer", "tool_input", "resolve", "pause", "resume"]
     code: str
     message: str
 

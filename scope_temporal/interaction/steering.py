@@ -9,9 +9,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from typing import Literal
 
 from scope_temporal.chat import Message
-from scope_temporal.errors import InvalidSignal
+from scope_temporal.errors import InvalidSignal, ScopeError
+from scope_temporal.ids import MAX_ID_CHARS
+from scope_temporal.interaction.snapshot import RejectedSignal
+
+KEPT_REJECTIONS = 100
+"""Refused signals are recorded for the snapshot, the latest this many (each one bounded):
+a flood of hostile signals cannot grow the state, history or snapshot without end."""
+_MAX_REJECTION_MESSAGE_CHARS = 1000
 
 
 def content_digest(payload: object) -> str:
@@ -28,6 +36,7 @@ def check_steer_messages(signal_id: str, messages: Sequence[Message]) -> None:
     """Raise InvalidSignal unless the steer carries a non-empty id and only user messages."""
     if not signal_id:
         raise InvalidSignal("A steer needs a non-empty signal id (used to deduplicate).")
+    check_id_length("steer", signal_id)
     if not messages:
         raise InvalidSignal(f"Steer {signal_id!r} carries no message.")
     roles = sorted({m.role for m in messages if m.role != "user"})
@@ -36,3 +45,33 @@ def check_steer_messages(signal_id: str, messages: Sequence[Message]) -> None:
             f"Steer {signal_id!r} carries {roles} messages; steers may only carry user "
             "messages (Message.user(...))."
         )
+
+
+def check_id_length(what: str, signal_id: str) -> None:
+    """Raise InvalidSignal for an id over `MAX_ID_CHARS` (the error does not repeat it)."""
+    if len(signal_id) > MAX_ID_CHARS:
+        raise InvalidSignal(
+            f"The {what} id is {len(signal_id):,} characters long; ids are at most {MAX_ID_CHARS}."
+        )
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} chars)"
+
+
+def record_rejection(
+    rejected: list[RejectedSignal],
+    signal_id: str,
+    signal: Literal["steer", "tool_input", "resolve", "pause", "resume"],
+    error: ScopeError,
+) -> None:
+    """Append one refusal, clipped, keeping only the latest `KEPT_REJECTIONS`."""
+    rejected.append(
+        RejectedSignal(
+            signal_id=_clip(signal_id, MAX_ID_CHARS),
+            signal=signal,
+            code=error.code,
+            message=_clip(error.message, _MAX_REJECTION_MESSAGE_CHARS),
+        )
+    )
+    del rejected[:-KEPT_REJECTIONS]

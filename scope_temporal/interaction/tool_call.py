@@ -37,9 +37,11 @@ from scope_temporal.interaction.snapshot import (
     UnknownEffect,
 )
 from scope_temporal.interaction.state import draft_of
+from scope_temporal.interaction.steering import record_rejection
 from scope_temporal.tools.outcome import (
     DefiniteOutcome,
     InputRequired,
+    Succeeded,
     ToolOutcome,
     Unknown,
 )
@@ -83,6 +85,30 @@ class ToolCallState(_State):
     diagnostic: str = ""
     outcome: DefiniteOutcome | None = None
     rejected_signals: list[RejectedSignal] = []
+
+
+def outcome_problem(request: ToolEffectRequest, outcome: DefiniteOutcome) -> str | None:
+    """Why `outcome` cannot settle the call `request` describes, or None.
+
+    The checks `settle_tool_result` makes, repeated where a raw signal cannot skip them:
+    a result for another call would otherwise reach the parent's round and fail it.
+    """
+    call, result = request.call, outcome.result
+    if result.call_id != call.id or result.name != call.name:
+        return (
+            f"The result answers call {result.call_id!r} ({result.name}), but the unknown "
+            f"effect is call {call.id!r} ({call.name})."
+        )
+    if isinstance(outcome, Succeeded) == result.is_error:
+        return (
+            f"Disposition {outcome.kind!r} disagrees with is_error={result.is_error}: "
+            "succeeded results have is_error=False, failed/rejected ones is_error=True."
+        )
+    if isinstance(outcome, Succeeded):
+        unknown = sorted(set(outcome.advertised) - set(request.deferred_tools))
+        if unknown:
+            return f"{unknown} are not deferred tools of {request.definition!r}."
+    return None
 
 
 class ToolCallMachine:
@@ -226,6 +252,9 @@ class ToolCallMachine:
                 f" this tool call's effect is {s.request.effect_id!r}. Build it with "
                 "settle_tool_result(unknown.request, ...)."
             )
+        problem = outcome_problem(s.request, settlement.outcome)
+        if problem is not None:
+            raise SettlementMismatch(f"{problem} Build it with settle_tool_result(...).")
 
     def resolve(self, settlement: ToolSettlement) -> None:
         """Apply the host's investigated settlement of the unknown Effect."""
@@ -238,13 +267,13 @@ class ToolCallMachine:
         self._apply(change)
 
     def record_rejected(
-        self, signal_id: str, signal: Literal["steer", "tool_input", "resolve"], error: ScopeError
+        self,
+        signal_id: str,
+        signal: Literal["steer", "tool_input", "resolve", "pause", "resume"],
+        error: ScopeError,
     ) -> None:
-        self._state.rejected_signals.append(
-            RejectedSignal(
-                signal_id=signal_id, signal=signal, code=error.code, message=error.message
-            )
-        )
+        """Record a refused signal for the snapshot (the latest ones); nothing else changes."""
+        record_rejection(self._state.rejected_signals, signal_id, signal, error)
 
     def pause(self) -> None:
         self._state.paused = True

@@ -101,9 +101,20 @@ class OpenAIChatModel:
             InvalidModelResponse: the answer is not a structurally valid chat completion
                 (not JSON, no choices, no message, a tool call without id or name, or a
                 stream without a finish reason).
-            openai.APIError: an HTTP error status, a connection failure or a timeout.
+            openai.APIError: an HTTP error status, a connection failure or a timeout. The
+                API key never appears in the message (replaced by `***`, in case the
+                server echoed it): the message becomes the unknown Effect's diagnostic,
+                which is kept in workflow history.
             ValueError: a message the wire format cannot carry (nothing was sent).
         """
+        try:
+            return await self._complete(request)
+        except Exception as exc:
+            # A provider (or a proxy) may echo the Authorization header in an error
+            # body; the message becomes the unknown Effect's diagnostic, in history.
+            raise _without_key(exc, self._client.api_key) from None
+
+    async def _complete(self, request: ModelRequest) -> Response:
         messages = to_wire_messages(request.messages)
         tools = to_wire_tools(request.tools) if request.tools else omit
         options = options_to_wire(request.options) or None
@@ -129,3 +140,14 @@ class OpenAIChatModel:
             except json.JSONDecodeError as exc:
                 raise InvalidModelResponse(f"model stream event is not JSON: {exc}") from exc
         return accumulator.result()
+
+
+def _without_key(exc: Exception, key: str) -> Exception:
+    """`exc` with every occurrence of the API key in its message replaced by `***`."""
+    if not key or key == _LOCAL_API_KEY:
+        return exc
+    exc.args = tuple(a.replace(key, "***") if isinstance(a, str) else a for a in exc.args)
+    message = getattr(exc, "message", None)
+    if isinstance(message, str):
+        exc.message = message.replace(key, "***")  # type: ignore[attr-defined]
+    return exc

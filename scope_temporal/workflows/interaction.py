@@ -14,6 +14,7 @@ from datetime import timedelta  # deterministic: a value type, no clock
 from typing import Any, Literal
 
 from temporalio import workflow
+from temporalio.common import RawValue
 
 from scope_temporal import errors, names
 from scope_temporal.errors import ScopeError
@@ -36,7 +37,7 @@ from scope_temporal.payloads import (
     SteerInput,
     ToolInputAnswer,
 )
-from scope_temporal.workflows import registry
+from scope_temporal.workflows import inputs, registry
 from scope_temporal.workflows.calls import run_delegate, run_tool_call
 from scope_temporal.workflows.model_calls import ModelCaller
 from scope_temporal.workflows.outcomes import (
@@ -264,18 +265,24 @@ class InteractionWorkflow:
 
     # --- signals and updates ---------------------------------------------------------
 
+    # Handlers take the raw payload: a malformed one is refused like any bad input
+    # (recorded, or raised to the update's caller), never dropped (see `inputs`).
+
     @workflow.signal(name=names.STEER)
-    def steer_signal(self, input: SteerInput) -> None:
+    def steer_signal(self, raw: RawValue) -> None:
         machine = self._require_machine()
         try:
+            input = inputs.decode(raw, SteerInput, "steer")
+            inputs.check_steer_room(machine, input)
             machine.steer(input.signal_id, input.messages)
         except ScopeError as error:
-            machine.record_rejected(input.signal_id, "steer", error)
+            machine.record_rejected(inputs.claimed_id(raw, "signal_id"), "steer", error)
         self._dirty = True
 
     @workflow.update(name=names.STEER)
-    def steer_update(self, input: SteerInput) -> bool:
+    def steer_update(self, raw: RawValue) -> bool:
         try:
+            input = inputs.decode(raw, SteerInput, "steer")
             accepted = self._require_machine().steer(input.signal_id, input.messages)
         except ScopeError as error:
             raise update_rejection(error) from None
@@ -283,15 +290,25 @@ class InteractionWorkflow:
         return accepted
 
     @steer_update.validator
-    def _validate_steer(self, input: SteerInput) -> None:
+    def _validate_steer(self, raw: RawValue) -> None:
         try:
-            self._require_machine().check_steer(input.signal_id, input.messages)
+            machine = self._require_machine()
+            input = inputs.decode(raw, SteerInput, "steer")
+            inputs.check_steer_room(machine, input)
+            machine.check_steer(input.signal_id, input.messages)
         except ScopeError as error:
             raise update_rejection(error) from None
 
     @workflow.signal(name=names.RESOLVE)
-    def resolve_signal(self, input: ResolveInput) -> None:
+    def resolve_signal(self, raw: RawValue) -> None:
         machine = self._require_machine()
+        try:
+            input = inputs.decode(raw, ResolveInput, "resolve")
+            inputs.check_size(input, "The settlement")
+        except ScopeError as error:
+            machine.record_rejected(inputs.claimed_id(raw, "signal_id"), "resolve", error)
+            self._dirty = True
+            return
         settlement = input.settlement
         target = settlement.request.process_id
         if target != machine.process_id:
@@ -306,8 +323,8 @@ class InteractionWorkflow:
         self._dirty = True
 
     @workflow.update(name=names.RESOLVE)
-    async def resolve_update(self, input: ResolveInput) -> None:
-        settlement = input.settlement
+    async def resolve_update(self, raw: RawValue) -> None:
+        settlement = inputs.decode(raw, ResolveInput, "resolve").settlement
         assert isinstance(settlement, ModelSettlement)
         machine = self._require_machine()
         # On replay an update can be applied before the activity failure it settles,
@@ -320,8 +337,10 @@ class InteractionWorkflow:
         self._dirty = True
 
     @resolve_update.validator
-    def _validate_resolve(self, input: ResolveInput) -> None:
+    def _validate_resolve(self, raw: RawValue) -> None:
         try:
+            input = inputs.decode(raw, ResolveInput, "resolve")
+            inputs.check_size(input, "The settlement")
             if not isinstance(input.settlement, ModelSettlement):
                 raise errors.SettlementMismatch(
                     "A tool settlement must be sent to its ToolCall process (unknown.process_id)."
@@ -331,21 +350,60 @@ class InteractionWorkflow:
             raise update_rejection(error) from None
 
     @workflow.signal(name=names.TOOL_INPUT)
-    def tool_input_signal(self, input: ToolInputAnswer) -> None:
+    def tool_input_signal(self, raw: RawValue) -> None:
+        try:
+            input = inputs.decode(raw, ToolInputAnswer, "tool_input")
+            inputs.check_size(input, "The answer")
+        except ScopeError as error:
+            claimed = inputs.claimed_id(raw, "answer_id")
+            self._require_machine().record_rejected(claimed, "tool_input", error)
+            self._dirty = True
+            return
         target = input.process_id or input.wait_id.rsplit("/wait/", 1)[0]
         self._forward(target, names.TOOL_INPUT, input)
 
+    @workflow.update(name=names.TOOL_INPUT)
+    def tool_input_update(self, raw: RawValue) -> bool:
+        raise update_rejection(self._answer_elsewhere(raw))
+
+    @tool_input_update.validator
+    def _validate_tool_input(self, raw: RawValue) -> None:
+        raise update_rejection(self._answer_elsewhere(raw))
+
+    def _answer_elsewhere(self, raw: RawValue) -> ScopeError:
+        """An answer sent as an update must go to the ToolCall process holding the wait."""
+        try:
+            input = inputs.decode(raw, ToolInputAnswer, "tool_input")
+        except ScopeError as error:
+            return error
+        target = input.process_id or input.wait_id.rsplit("/wait/", 1)[0]
+        return errors.NoSuchWait(
+            f"Interaction {self._require_machine().process_id!r} holds no input wait itself; "
+            f"send the answer to the ToolCall process that waits ({target!r}), as "
+            "InteractionHandle.answer does, or as a signal here (it is forwarded)."
+        )
+
     @workflow.signal(name=names.PAUSE)
-    def pause(self, input: ControlInput | None = None) -> None:
+    def pause(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
         machine = self._require_machine()
+        try:
+            inputs.decode_optional(raw, ControlInput, "pause")
+        except ScopeError as error:
+            machine.record_rejected("", "pause", error)
+            return
         machine.pause()
         for child in sorted(self._children):
             self._signal_child(child, names.PAUSE, ControlInput())
         self._dirty = True
 
     @workflow.signal(name=names.RESUME)
-    def resume(self, input: ControlInput | None = None) -> None:
+    def resume(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
         machine = self._require_machine()
+        try:
+            inputs.decode_optional(raw, ControlInput, "resume")
+        except ScopeError as error:
+            machine.record_rejected("", "resume", error)
+            return
         machine.resume()
         for child in sorted(self._children):
             self._signal_child(child, names.RESUME, ControlInput())

@@ -9,6 +9,7 @@ one definite settlement to its parent.
 from __future__ import annotations
 
 from temporalio import workflow
+from temporalio.common import RawValue
 
 from scope_temporal import errors, names
 from scope_temporal.errors import ScopeError
@@ -16,6 +17,7 @@ from scope_temporal.interaction.effects import CallSettled, ToolSettlement
 from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.interaction.tool_call import ToolCallMachine
 from scope_temporal.payloads import ControlInput, ResolveInput, ToolCallInput, ToolInputAnswer
+from scope_temporal.workflows import inputs
 from scope_temporal.workflows.calls import attempt_tool
 from scope_temporal.workflows.outcomes import update_rejection
 
@@ -77,16 +79,22 @@ class ToolCallWorkflow:
 
     # --- signals and updates ---------------------------------------------------------
 
+    # Handlers take the raw payload: a malformed one is refused like any bad input
+    # (recorded, or raised to the update's caller), never dropped (see `inputs`).
+
     @workflow.signal(name=names.TOOL_INPUT)
-    def tool_input_signal(self, input: ToolInputAnswer) -> None:
+    def tool_input_signal(self, raw: RawValue) -> None:
         machine = self._machine
         try:
+            input = inputs.decode(raw, ToolInputAnswer, "tool_input")
+            inputs.check_size(input, "The answer")
             machine.answer(input.wait_id, input.answer_id, input.response)
         except ScopeError as error:
-            machine.record_rejected(input.answer_id, "tool_input", error)
+            machine.record_rejected(inputs.claimed_id(raw, "answer_id"), "tool_input", error)
 
     @workflow.update(name=names.TOOL_INPUT)
-    async def tool_input_update(self, input: ToolInputAnswer) -> bool:
+    async def tool_input_update(self, raw: RawValue) -> bool:
+        input = inputs.decode(raw, ToolInputAnswer, "tool_input")
         machine = self._machine
         # On replay an update can be applied before the activity outcome that opened the
         # wait, when both fall in one workflow task: wait for the wait to be recorded.
@@ -97,36 +105,43 @@ class ToolCallWorkflow:
             raise update_rejection(error) from None
 
     @tool_input_update.validator
-    def _validate_tool_input(self, input: ToolInputAnswer) -> None:
+    def _validate_tool_input(self, raw: RawValue) -> None:
         try:
+            input = inputs.decode(raw, ToolInputAnswer, "tool_input")
+            inputs.check_size(input, "The answer")
             self._machine.check_answer(input.wait_id, input.answer_id, input.response)
         except ScopeError as error:
             raise update_rejection(error) from None
 
     @workflow.signal(name=names.RESOLVE)
-    def resolve_signal(self, input: ResolveInput) -> None:
+    def resolve_signal(self, raw: RawValue) -> None:
         machine = self._machine
         try:
+            input = inputs.decode(raw, ResolveInput, "resolve")
+            inputs.check_size(input, "The settlement")
             if not isinstance(input.settlement, ToolSettlement):
                 raise errors.SettlementMismatch("A model settlement goes to its Interaction.")
             machine.resolve(input.settlement)
         except ScopeError as error:
-            machine.record_rejected(input.signal_id, "resolve", error)
+            machine.record_rejected(inputs.claimed_id(raw, "signal_id"), "resolve", error)
 
     @workflow.update(name=names.RESOLVE)
-    async def resolve_update(self, input: ResolveInput) -> None:
-        assert isinstance(input.settlement, ToolSettlement)
+    async def resolve_update(self, raw: RawValue) -> None:
+        settlement = inputs.decode(raw, ResolveInput, "resolve").settlement
+        assert isinstance(settlement, ToolSettlement)
         machine = self._machine
         # See tool_input_update: wait until the unknown outcome is recorded.
         await workflow.wait_condition(lambda: machine.phase != "running")
         try:
-            machine.resolve(input.settlement)
+            machine.resolve(settlement)
         except ScopeError as error:
             raise update_rejection(error) from None
 
     @resolve_update.validator
-    def _validate_resolve(self, input: ResolveInput) -> None:
+    def _validate_resolve(self, raw: RawValue) -> None:
         try:
+            input = inputs.decode(raw, ResolveInput, "resolve")
+            inputs.check_size(input, "The settlement")
             if not isinstance(input.settlement, ToolSettlement):
                 raise errors.SettlementMismatch(
                     "A model settlement must be sent to its Interaction (unknown.process_id)."
@@ -135,12 +150,42 @@ class ToolCallWorkflow:
         except ScopeError as error:
             raise update_rejection(error) from None
 
+    @workflow.signal(name=names.STEER)
+    def steer_signal(self, raw: RawValue) -> None:
+        claimed = inputs.claimed_id(raw, "signal_id")
+        self._machine.record_rejected(claimed, "steer", self._steer_elsewhere())
+
+    @workflow.update(name=names.STEER)
+    def steer_update(self, raw: RawValue) -> bool:
+        raise update_rejection(self._steer_elsewhere())
+
+    @steer_update.validator
+    def _validate_steer(self, raw: RawValue) -> None:
+        raise update_rejection(self._steer_elsewhere())
+
+    def _steer_elsewhere(self) -> ScopeError:
+        parent = self._machine.state.request.parent_id
+        return errors.InvalidSignal(
+            f"A tool call takes no steer; steer its Interaction {parent!r} (it never answers "
+            "an input wait: answer with scope.tool_input)."
+        )
+
     @workflow.signal(name=names.PAUSE)
-    def pause(self, input: ControlInput | None = None) -> None:
+    def pause(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
+        try:
+            inputs.decode_optional(raw, ControlInput, "pause")
+        except ScopeError as error:
+            self._machine.record_rejected("", "pause", error)
+            return
         self._machine.pause()
 
     @workflow.signal(name=names.RESUME)
-    def resume(self, input: ControlInput | None = None) -> None:
+    def resume(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
+        try:
+            inputs.decode_optional(raw, ControlInput, "resume")
+        except ScopeError as error:
+            self._machine.record_rejected("", "resume", error)
+            return
         self._machine.resume()
 
     @workflow.query(name=names.SNAPSHOT_QUERY)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from scope_temporal import (
     Definition,
+    Delegate,
     HostFailure,
     require_tool_input,
     tool,
@@ -50,5 +51,46 @@ recorded_on_demand = Definition(
     tool_call_workflows="on_demand",
 )
 
-DEFINITIONS = [recorded, recorded_on_demand]
+# --- later recordings: one representative run each ---------------------------------
+
+recorded_helper = Definition(
+    "recorded-helper", tools=[read_status], max_model_calls=3, tool_call_workflows="always"
+)
+
+recorded_delegates = Definition(
+    "recorded-delegates",
+    tools=[read_status],
+    delegates=[Delegate("summarize", "Summarise a service's state", definition="recorded-helper")],
+    max_concurrent_tool_calls=2,
+    tool_call_workflows="always",
+)
+"""A batch of a delegate (a child Interaction with its own tool call) and a read."""
+
+recorded_steer_batch = Definition(
+    "recorded-steer-batch",
+    tools=[read_status, restart],
+    max_concurrent_tool_calls=2,
+    tool_call_workflows="always",
+)
+"""A steer that arrives while a batch runs (one call waits for approval): applied after it."""
+
+recorded_continue_as_new = Definition(
+    "recorded-continue-as-new", tools=[read_status], tool_call_workflows="on_demand"
+)
+"""Three model calls, continued-as-new after each (one history per run)."""
+
+recorded_model_unknown = Definition(
+    "recorded-model-unknown", tools=[read_status], tool_call_workflows="always"
+)
+"""The first model call's outcome is unknown; the host settles it with the response."""
+
+DEFINITIONS = [
+    recorded,
+    recorded_on_demand,
+    recorded_helper,
+    recorded_delegates,
+    recorded_steer_batch,
+    recorded_continue_as_new,
+    recorded_model_unknown,
+]
 TOOLS = [read_status, restart, notify]

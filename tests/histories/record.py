@@ -1,22 +1,35 @@
 """Re-record the checked-in histories (run by hand after an intended change):
 
-python -m tests.histories.record
+python -m tests.histories.record            # every run
+python -m tests.histories.record NAME ...   # only these runs (e.g. after adding one)
+
+Each run's id is its Definition's name; every workflow of its tree is written, one file
+per run (`<workflow id with / as _>.json`, and `..._run<k>.json` for the earlier runs of
+a workflow that continued-as-new).
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
+    InteractionHandle,
     Message,
+    ModelRequest,
+    Response,
     ScopeClient,
     ScopeWorker,
     ScriptedModel,
     ToolResult,
+    TreeSnapshot,
     reply,
+    settle_model_result,
     settle_tool_result,
 )
 from scope_temporal.names import SEARCH_ATTRIBUTES
@@ -26,66 +39,148 @@ from tests.histories.agents import DEFINITIONS, TOOLS
 HERE = Path(__file__).parent
 
 
-async def record_run(env: WorkflowEnvironment, name: str) -> None:
-    """One run of Definition `name` (its id is the name): a parallel read and an approval,
-    a steer, then a call whose outcome is unknown until the host settles it."""
-    model = ScriptedModel(
+def _first_runs() -> ScriptedModel:
+    """The two original runs: a parallel read and an approval, then an unknown notify."""
+    return ScriptedModel(
         [
             reply.tool_calls(("read_status", {"service": "web"}), ("restart", {"service": "web"})),
             reply.tool_calls(("notify", {"channel": "#ops"})),
             reply.text("web restarted, #ops notified"),
         ]
     )
+
+
+def _delegating(request: ModelRequest) -> Response:
+    done = [r.content for m in request.messages if m.role == "tool" for r in m.tool_results]
+    if request.messages[0].text.startswith("Summarise"):
+        return (
+            reply.text(f"summary: {done[0]}")
+            if done
+            else reply.tool_calls(("read_status", {"service": "db"}))
+        )
+    if not done:
+        return reply.tool_calls(
+            ("summarize", {"task": "Summarise the db"}), ("read_status", {"service": "web"})
+        )
+    return reply.text(" / ".join(done))
+
+
+def _steered(request: ModelRequest) -> Response:
+    if request.model_call_seq == 1:
+        return reply.tool_calls(
+            ("read_status", {"service": "web"}), ("restart", {"service": "web"})
+        )
+    return reply.text(f"done; last user message: {request.messages[-1].text}")
+
+
+def _three_calls(request: ModelRequest) -> Response:
+    if request.model_call_seq < 3:
+        return reply.tool_calls(("read_status", {"service": f"s{request.model_call_seq}"}))
+    return reply.text("all read")
+
+
+@dataclass
+class Run:
+    model: Callable[[], ScriptedModel]
+    continue_as_new_every: int | None = None
+    steer_at_wait: bool = False
+    """Steer when the approval wait shows (the batch is running), else right at the start."""
+
+
+RUNS: dict[str, Run] = {
+    "recorded": Run(_first_runs),
+    "recorded-on-demand": Run(_first_runs),
+    "recorded-delegates": Run(lambda: ScriptedModel(_delegating)),
+    "recorded-steer-batch": Run(lambda: ScriptedModel(_steered), steer_at_wait=True),
+    "recorded-continue-as-new": Run(lambda: ScriptedModel(_three_calls), continue_as_new_every=1),
+    "recorded-model-unknown": Run(
+        lambda: ScriptedModel(
+            [TimeoutError("provider connection reset"), reply.text("answered after the steer")]
+        )
+    ),
+}
+
+
+async def _host(handle: InteractionHandle, run: Run) -> None:
+    """Answer approvals, steer once, settle unknowns (tool: sent; model: a text reply)."""
+    steered = False
+    while True:
+        snap: TreeSnapshot = await handle.snapshot()
+        if not steered and (not run.steer_at_wait or snap.pending_tool_inputs):
+            await handle.steer("s1", Message.user("be careful"))
+            steered = True
+        for pending in snap.pending_tool_inputs:
+            await handle.answer(pending, "a1", {"ok": True})
+        for unknown in snap.unknown_effects:
+            request = unknown.request
+            if request.kind == "tool":
+                call = request.call
+                result = ToolResult(call_id=call.id, name=call.name, content="sent (checked)")
+                settled: Awaitable[None] = handle.resolve(
+                    unknown, settle_tool_result(request, result, "succeeded")
+                )
+            else:
+                response = reply.text("recovered from the provider's log")
+                settled = handle.resolve(
+                    unknown, settle_model_result(request, response, request.messages)
+                )
+            await settled
+        if snap.status == "completed":
+            return
+        await asyncio.sleep(0.2)
+
+
+async def record_run(env: WorkflowEnvironment, name: str) -> None:
+    run = RUNS[name]
     async with ScopeWorker(
         env.client,
         task_queue=name,
         definitions=DEFINITIONS,
         tools=TOOLS,
-        models={"default": model},
+        models={"default": run.model()},
     ):
         scope = ScopeClient(env.client, task_queue=name)
-        handle = await scope.start(name, [Message.user("web is slow")], id=name)
-        await handle.steer("s1", Message.user("be careful"))
-        while True:
-            snap = await handle.snapshot()
-            for pending in snap.pending_tool_inputs:
-                await handle.answer(pending, "a1", {"ok": True})
-            for unknown in snap.unknown_effects:
-                call = unknown.request.call
-                result = ToolResult(call_id=call.id, name=call.name, content="sent (checked)")
-                await handle.resolve(
-                    unknown, settle_tool_result(unknown.request, result, "succeeded")
-                )
-            if snap.status == "completed":
-                break
-            await asyncio.sleep(0.2)
+        handle = await scope.start(
+            name,
+            [Message.user("web is slow")],
+            id=name,
+            continue_as_new_every=run.continue_as_new_every,
+        )
+        await _host(handle, run)
         await handle.result()
-    await asyncio.sleep(2)  # let visibility catch up before listing the children
-    children = [
-        e.id
+    await asyncio.sleep(2)  # let visibility catch up before listing the tree
+    executions = [
+        e
         async for e in env.client.list_workflows(
-            f"WorkflowType = 'scope.ToolCall' AND RootWorkflowId = '{name}'"
+            f"WorkflowId = '{name}' OR RootWorkflowId = '{name}'"
         )
     ]
-    for workflow_id in [name, *sorted(children)]:
-        history = await env.client.get_workflow_handle(workflow_id).fetch_history()
-        file_name = workflow_id.replace("/", "_") + ".json"
-        (HERE / file_name).write_text(history.to_json())
-        print("recorded", file_name)
+    runs_of: dict[str, list[str]] = {}
+    for execution in sorted(executions, key=lambda e: e.start_time):
+        runs_of.setdefault(execution.id, []).append(execution.run_id)
+    for workflow_id, run_ids in sorted(runs_of.items()):
+        for index, run_id in enumerate(run_ids):
+            history = await env.client.get_workflow_handle(
+                workflow_id, run_id=run_id
+            ).fetch_history()
+            stem = workflow_id.replace("/", "_")
+            suffix = "" if index == len(run_ids) - 1 else f"_run{index + 1}"
+            (HERE / f"{stem}{suffix}.json").write_text(history.to_json())
+            print("recorded", f"{stem}{suffix}.json")
 
 
-async def record() -> None:
+async def record(names: list[str]) -> None:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli_path(),
         dev_server_extra_args=list(DEV_SERVER_ARGS),
         search_attributes=SEARCH_ATTRIBUTES,
     )
     try:
-        for definition in DEFINITIONS:
-            await record_run(env, definition.name)
+        for name in names or list(RUNS):
+            await record_run(env, name)
     finally:
         await env.shutdown()
 
 
 if __name__ == "__main__":
-    asyncio.run(record())
+    asyncio.run(record(sys.argv[1:]))

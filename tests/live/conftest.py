@@ -18,11 +18,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(autouse=True)
-def tool_call_mode(request: pytest.FixtureRequest) -> Iterator[ToolCallWorkflows]:
+def tool_call_mode(request: pytest.FixtureRequest) -> Iterator[ToolCallWorkflows | None]:
     """The mapping `serving` gives every Definition (the default, `on_demand`, elsewhere)."""
-    mode: ToolCallWorkflows = getattr(request, "param", "on_demand")
+    mode: ToolCallWorkflows | None = getattr(request, "param", None)
     harness.TOOL_CALL_MODE[0] = mode
     try:
         yield mode
     finally:
-        harness.TOOL_CALL_MODE[0] = "on_demand"
+        harness.TOOL_CALL_MODE[0] = None

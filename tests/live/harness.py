@@ -30,8 +30,9 @@ DIVERGED_IDS: set[str] = set()
 # External storage a test's worker offloaded to, by task queue (replay needs it).
 STORAGE_BY_QUEUE: dict[str, StorageDriver] = {}
 # How the conformance suite maps tool calls onto Temporal: each `test_live_*` test runs
-# once per mode (see conftest.py); `serving` applies it to Definitions left at the default.
-TOOL_CALL_MODE: list[ToolCallWorkflows] = ["on_demand"]
+# once per mode (see conftest.py) and `serving` gives every Definition that mode; None
+# (other tests) serves Definitions as declared.
+TOOL_CALL_MODE: list[ToolCallWorkflows | None] = [None]
 # The mode each subprocess worker ran in, by task queue (replay needs it).
 MODE_BY_QUEUE: dict[str, ToolCallWorkflows] = {}
 
@@ -80,7 +81,7 @@ async def serving(
     worker = ScopeWorker(
         env.client,
         task_queue=task_queue,
-        definitions=[in_mode(d, TOOL_CALL_MODE[0]) for d in definitions],
+        definitions=[in_mode(d, mode) if (mode := TOOL_CALL_MODE[0]) else d for d in definitions],
         tools=tools,
         models=models,
         **options,

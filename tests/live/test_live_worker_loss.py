@@ -40,8 +40,9 @@ def worker_process(
     args: Sequence[str] | None = None,
 ) -> Iterator[subprocess.Popen[str]]:
     """`python -m module address task_queue side_effects *args` (args default: the mode)."""
-    MODE_BY_QUEUE[task_queue] = TOOL_CALL_MODE[0]
-    extra = [TOOL_CALL_MODE[0]] if args is None else list(args)
+    mode = TOOL_CALL_MODE[0] or "on_demand"
+    MODE_BY_QUEUE[task_queue] = mode
+    extra = [mode] if args is None else list(args)
     proc = subprocess.Popen(
         [sys.executable, "-m", module, address, task_queue, str(side_effects), *extra],
         cwd=ROOT,

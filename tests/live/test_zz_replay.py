@@ -1,7 +1,10 @@
 """CONFORMANCE 42: every history the live suite produced replays without non-determinism.
 
-Runs last among the live tests (file order). It replays every workflow in the dev
-server's namespace: roots, ToolCall children, delegates and background tasks alike.
+Runs last among the live tests (file order; tests/faults runs before tests/live). It
+replays every workflow in the dev server's namespace: roots, ToolCall children, delegates
+and background tasks alike, including the runs whose workers were SIGKILLed mid-task. It
+also scans each history for the fake API key the fault-injection workers hold: none may
+contain it.
 """
 
 from __future__ import annotations
@@ -29,12 +32,12 @@ from scope_temporal import (
 from scope_temporal.names import INTERACTION_WORKFLOW, TASK_WORKFLOW, TOOL_CALL_WORKFLOW
 from scope_temporal.testing.replay import history_task_queue, replay_history
 from scope_temporal.workflows import registry
+from tests.faults import figures, scenario
 from tests.live import loss_worker, task_loss_worker
 from tests.live.harness import (
     DIVERGED_IDS,
     MODE_BY_QUEUE,
     STORAGE_BY_QUEUE,
-    TOOL_CALL_MODE,
     eventually,
     in_mode,
     serving,
@@ -100,7 +103,6 @@ async def replay_with_deadline(
 async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvironment) -> None:
     # Make sure at least one full tool round with a ToolCall workflow, and one background
     # task, exist even when this file runs alone.
-    TOOL_CALL_MODE[0] = "always"  # the autouse fixture restores the default afterwards
     model = ScriptedModel(
         [
             reply.tool_calls(
@@ -111,7 +113,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
     )
     async with serving(
         temporal_env,
-        [Definition("replay-me", tools=[echo, later])],
+        [Definition("replay-me", tools=[echo, later], tool_call_workflows="always")],
         tools=[echo, later],
         models={"default": model},
     ) as scope:
@@ -127,6 +129,9 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
     client = temporal_env.client
     failures: dict[str, str] = {}
     replayed: Counter[str] = Counter()
+    scanned = 0
+    leaked: list[str] = []  # histories holding the API key the fault workers are given
+    steered_runs = 0  # the scan's positive control: a text every fault run does carry
     async for execution in client.list_workflows():
         if execution.id.split("/")[0] in DIVERGED_IDS:
             continue
@@ -135,6 +140,11 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
         history = await client.get_workflow_handle(
             execution.id, run_id=execution.run_id
         ).fetch_history()
+        scanned += 1
+        raw = b"".join(event.SerializeToString() for event in history.events)
+        if scenario.SECRET.encode() in raw:
+            leaked.append(execution.id)
+        steered_runs += scenario.STEER_TEXT.encode() in raw
         queue = history_task_queue(history)
         definitions = registry.registered(queue)
         if queue.startswith("loss-"):  # served by a subprocess worker
@@ -143,6 +153,11 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             ]
         elif queue.startswith("taskloss-"):  # the background worker-loss subprocesses
             definitions = task_loss_worker.DEFINITIONS
+        elif queue.startswith(("fault-", "fleet-")):  # fault-injection worker processes
+            definitions = [
+                in_mode(d, MODE_BY_QUEUE.get(queue, "always"))
+                for d in scenario.definitions_for(queue)
+            ]
         elif queue == "readme":  # served by the README program, in a subprocess
             definitions = readme_definitions()
         result = await replay_with_deadline(
@@ -157,3 +172,8 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
     assert replayed[INTERACTION_WORKFLOW] >= 1 and replayed[TOOL_CALL_WORKFLOW] >= 1
     assert replayed[TASK_WORKFLOW] >= 1
     assert failures == {}
+    assert leaked == [], "an API key reached workflow history"
+    if any(queue.startswith(("fault-", "fleet-")) for queue in MODE_BY_QUEUE):
+        assert steered_runs > 0, "the scan must find what histories do hold"
+    figures.FIGURES["histories_scanned_for_secrets"] = scanned
+    figures.FIGURES["histories_replayed"] = sum(replayed.values())

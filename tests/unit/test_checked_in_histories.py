@@ -1,15 +1,20 @@
 """CONFORMANCE 42, offline: histories checked into tests/histories replay with today's code.
 
-They hold an input wait, a steer, and an unknown tool effect resolved by the host; a
-change that would break running Interactions fails here, without any server. A changed
+They hold an input wait, a steer, and an unknown tool effect resolved by the host, in
+both tool-call mappings; a delegate; a steer during a batch; continue-as-new; an unknown
+model call settled by the host. A change that would break running Interactions fails
+here, without any server. A changed
 Definition must fail *as such* (`interaction.definition.changed`), not just somehow.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.workflow import NondeterminismError
 
@@ -26,7 +31,10 @@ def history_named(stem: str) -> Path:
 
 
 def load(path: Path) -> WorkflowHistory:
-    return WorkflowHistory.from_json(path.stem, path.read_text())
+    """The file's history under its workflow's id (the file name is the id with "/" as
+    "_", plus "_run<k>" for an earlier run of a workflow that continued-as-new)."""
+    workflow_id = path.stem.split("_run")[0].replace("_", "/")
+    return WorkflowHistory.from_json(workflow_id, path.read_text())
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
@@ -64,12 +72,73 @@ async def test_c42_a_replay_failure_of_another_cause_is_reported_as_temporal_giv
 def test_histories_are_present() -> None:
     assert sorted(p.stem for p in HISTORIES) == [
         "recorded",
+        "recorded-continue-as-new",
+        "recorded-continue-as-new_run1",
+        "recorded-continue-as-new_run2",
+        "recorded-delegates",
+        "recorded-delegates_delegate_1_0",
+        "recorded-delegates_delegate_1_0_tool_1_0",
+        "recorded-delegates_tool_1_1",
+        "recorded-model-unknown",
         "recorded-on-demand",
         # on_demand: only the calls that needed a life of their own (the approval wait,
         # the unknown outcome) became ToolCall workflows
         "recorded-on-demand_tool_1_1",
         "recorded-on-demand_tool_2_0",
+        "recorded-steer-batch",
+        "recorded-steer-batch_tool_1_0",
+        "recorded-steer-batch_tool_1_1",
         "recorded_tool_1_0",
         "recorded_tool_1_1",
         "recorded_tool_2_0",
     ]
+
+
+def _events(stem: str) -> list[tuple[str, Any]]:
+    """(event type, decoded first payload of its input/result, if any) of a history."""
+    found: list[tuple[str, Any]] = []
+    for event in load(history_named(stem)).events:
+        name = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_")
+        payload = None
+        for field in (
+            "workflow_execution_completed_event_attributes",
+            "activity_task_completed_event_attributes",
+        ):
+            if event.HasField(field):
+                payloads = getattr(event, field).result.payloads
+                payload = json.loads(payloads[0].data) if payloads else None
+        if event.HasField("workflow_execution_update_accepted_event_attributes"):
+            update = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            payload = json.loads(update.input.args.payloads[0].data)
+        found.append((name, payload))
+    return found
+
+
+def _output_text(stem: str) -> str:
+    [(_, output)] = [e for e in _events(stem) if e[0] == "WORKFLOW_EXECUTION_COMPLETED"]
+    parts = output["model_response"]["message"]["parts"]
+    return "".join(p["text"] for p in parts if p["kind"] == "text")
+
+
+def test_the_recordings_hold_what_they_are_named_for() -> None:
+    # a delegate (a child Interaction with its own ToolCall) beside a read
+    assert _output_text("recorded-delegates") == "summary: db: degraded / web: degraded"
+    # a steer accepted while the batch ran (an approval pending) was applied after it
+    assert _output_text("recorded-steer-batch") == "done; last user message: be careful"
+    updates = [p for name, p in _events("recorded-steer-batch") if name.endswith("UPDATE_ACCEPTED")]
+    assert [u["signal_id"] for u in updates] == ["s1"]
+    # three runs of one Interaction: continued-as-new after each model call
+    ends = [
+        _events(stem)[-1][0]
+        for stem in ("recorded-continue-as-new_run1", "recorded-continue-as-new_run2")
+    ]
+    assert ends == ["WORKFLOW_EXECUTION_CONTINUED_AS_NEW"] * 2
+    assert _output_text("recorded-continue-as-new") == "all read"
+    # the model call's outcome was unknown; the host settled it with a final reply, which
+    # did not complete because the steer was pending: the model was called once more
+    events = _events("recorded-model-unknown")
+    model_calls = [p for name, p in events if name == "ACTIVITY_TASK_COMPLETED"]
+    assert [p["kind"] for p in model_calls] == ["unknown", "responded"]
+    settled = [p for name, p in events if name.endswith("UPDATE_ACCEPTED") and "settlement" in p]
+    assert [p["settlement"]["kind"] for p in settled] == ["model"]
+    assert _output_text("recorded-model-unknown") == "answered after the steer"
