@@ -31,8 +31,10 @@ from scope_temporal.chat import (
     Usage,
 )
 from scope_temporal.client import InteractionHandle, ScopeClient
+from scope_temporal.converter import scope_data_converter
 from scope_temporal.definition import Definition, Delegate, ToolSet
 from scope_temporal.errors import (
+    ConfigurationError,
     DefinitionError,
     InteractionAlreadyStarted,
     InteractionCanceled,
@@ -103,6 +105,7 @@ __all__ = [
     "BackgroundTool",
     "CompletionCandidate",
     "CompletionDecision",
+    "ConfigurationError",
     "Definition",
     "DefinitionError",
     "Delegate",
@@ -172,6 +175,7 @@ __all__ = [
     "inner",
     "reply",
     "require_tool_input",
+    "scope_data_converter",
     "settle_model_result",
     "settle_tool_result",
     "stream_delta",

@@ -28,6 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from scope_temporal import errors, names
 from scope_temporal.chat import Message
+from scope_temporal.converter import with_scope_converter
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
 from scope_temporal.interaction.snapshot import (
@@ -50,7 +51,6 @@ from scope_temporal.payloads import (
 )
 from scope_temporal.tasks import TemporalTaskAccess
 from scope_temporal.tools.validation import validate_value
-from scope_temporal.worker import with_pydantic_converter
 
 _ERRORS_BY_CODE: dict[str, type[ScopeError]] = {
     errors.SIGNAL_INVALID: errors.InvalidSignal,
@@ -89,7 +89,8 @@ class ScopeClient:
     """Start and find Interactions on one task queue.
 
     Args:
-        client: a Temporal client; it is re-wrapped with the pydantic data converter.
+        client: a Temporal client. Its data converter is kept (payload codec, failure
+            converter) with pydantic JSON payloads added; use the workers' codec.
         task_queue: the queue a `ScopeWorker` serves.
         storage: the external storage the workers offload large payloads to, if any.
     """
@@ -101,7 +102,7 @@ class ScopeClient:
         task_queue: str = names.DEFAULT_TASK_QUEUE,
         storage: StorageDriver | None = None,
     ) -> None:
-        self.client = with_pydantic_converter(client, storage)
+        self.client = with_scope_converter(client, storage)
         self.task_queue = task_queue
         self._status_attributes: bool | None = None
 

@@ -31,6 +31,7 @@ PAYLOAD_TOO_LARGE = "interaction.payload.too_large"
 DELEGATE_REJECTED = "interaction.delegate.rejected"
 DELEGATE_FAILED = "interaction.delegate.failed"
 TOOL_CHILD_REJECTED = "interaction.tool_child.rejected"
+CONFIGURATION_INVALID = "interaction.configuration.invalid"
 # Tools
 TOOL_NOT_FOUND = "tool.not_found"
 TOOL_NOT_AUTHORIZED = "tool.not_authorized"
@@ -70,6 +71,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     DELEGATE_REJECTED: "host",
     DELEGATE_FAILED: "external",
     TOOL_CHILD_REJECTED: "host",
+    CONFIGURATION_INVALID: "host",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
     TOOL_INPUT_INVALID: "contract",
@@ -117,6 +119,12 @@ class DefinitionError(ScopeError, ValueError):
     """A Definition, ToolSet, Delegate or tool declaration is invalid (caught at build time)."""
 
     default_code = DEFINITION_INVALID
+
+
+class ConfigurationError(ScopeError, ValueError):
+    """A worker, client or converter is configured in a way scope-temporal cannot use."""
+
+    default_code = CONFIGURATION_INVALID
 
 
 class InvalidInputRequest(ScopeError, TypeError):

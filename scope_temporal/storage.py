@@ -11,23 +11,17 @@ machine, or a shared volume); on a cluster use an object-store driver such as
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from temporalio.api.common.v1 import Payload
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
-    DataConverter,
-    ExternalStorage,
     StorageDriver,
     StorageDriverClaim,
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
 )
-
-DEFAULT_OFFLOAD_THRESHOLD_BYTES = 256 * 1024
 
 
 class DirectoryStorage(StorageDriver):
@@ -72,13 +66,3 @@ class DirectoryStorage(StorageDriver):
         payload = Payload()
         payload.ParseFromString(data)
         return payload
-
-
-def offloading_converter(
-    driver: StorageDriver, *, threshold_bytes: int = DEFAULT_OFFLOAD_THRESHOLD_BYTES
-) -> DataConverter:
-    """The pydantic JSON converter, offloading payloads over `threshold_bytes` to `driver`."""
-    return dataclasses.replace(
-        pydantic_data_converter,
-        external_storage=ExternalStorage(drivers=[driver], payload_size_threshold=threshold_bytes),
-    )

@@ -1,8 +1,9 @@
 """ScopeWorker: serves the Interaction, ToolCall and BackgroundTask workflows and their
 activities.
 
-Users register Definitions, tools, models and reducers by name; the worker wires the
-pydantic data converter so users never need to know it exists.
+Users register Definitions, tools, models and reducers by name; the worker adds pydantic
+JSON payloads to the client's own data converter (its codec kept) so users never need to
+know it exists.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from types import TracebackType
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import StorageDriver
 from temporalio.worker import Worker
 from temporalio.workflow import NondeterminismError
@@ -28,6 +28,7 @@ from scope_temporal.background.materializer import LocalFileMaterializer, Output
 from scope_temporal.background.runtime import BackgroundRuntime, LiveRuns
 from scope_temporal.background.task_tools import TASK_TOOLS
 from scope_temporal.background.tool import BackgroundTool
+from scope_temporal.converter import with_scope_converter
 from scope_temporal.definition import Definition
 from scope_temporal.errors import DefinitionError
 from scope_temporal.models.protocol import Model
@@ -37,7 +38,6 @@ from scope_temporal.payload_limits import (
     DEFAULT_PAYLOAD_LIMIT_BYTES,
     OFFLOADED_PAYLOAD_LIMIT_BYTES,
 )
-from scope_temporal.storage import offloading_converter
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.workflows import registry
@@ -49,29 +49,13 @@ DEFAULT_TASK_OUTPUT = Path(".scope/task-output")
 """Where the default `LocalFileMaterializer` keeps background tasks' progress."""
 
 
-def with_pydantic_converter(client: Client, storage: StorageDriver | None = None) -> Client:
-    """The same connection, with the pydantic JSON data converter every payload needs.
-
-    With `storage`, payloads over 256 KiB are offloaded there (see `scope_temporal.storage`).
-    """
-    converter = pydantic_data_converter if storage is None else offloading_converter(storage)
-    current = client.data_converter
-    if current is converter or (
-        storage is None
-        and current.payload_converter_class is converter.payload_converter_class
-        and current.external_storage is None
-    ):
-        return client
-    config = client.config()
-    config["data_converter"] = converter
-    return Client(**config)
-
-
 class ScopeWorker:
     """A Temporal worker serving scope-temporal on one task queue.
 
     Args:
-        client: a connected Temporal client (any data converter; the pydantic one is used).
+        client: a connected Temporal client. Its data converter is kept (payload codec,
+            failure converter, external storage) with pydantic JSON payloads added; see
+            `scope_temporal.converter`. Clients must use the same codec.
         task_queue: the queue `ScopeClient` starts Interactions on.
         definitions: every Definition this queue serves, delegates' included.
         tools: the tool implementations the Definitions bind.
@@ -130,7 +114,7 @@ class ScopeWorker:
             )
         registry.register(task_queue, definitions, payload_limit=payload_limit_bytes)
         self.task_queue = task_queue
-        self.client = with_pydantic_converter(client, storage)
+        self.client = with_scope_converter(client, storage)
         self._observers = ObserverHub(list(observers))
         handoff = any(isinstance(t, BackgroundTool) and t.settings.handoff for t in self.tools)
         adopt_queue = f"{task_queue}/adopt/{uuid.uuid4().hex[:12]}" if handoff else None
@@ -252,4 +236,4 @@ def _check_bindings(
         )
 
 
-__all__ = ["ScopeWorker", "with_pydantic_converter"]
+__all__ = ["ScopeWorker"]

@@ -1,7 +1,8 @@
 """Load an app module: the Definitions, tools and models a worker serves.
 
 An app module exposes `definitions`, `tools` and either `models` (a mapping) or a
-`build_models()` function. The default is the reference app (`workflows`, with its tools in
+`build_models()` function; optionally `data_converter` (its payload codec, e.g.
+encryption). The default is the reference app (`workflows`, with its tools in
 `activities`), loaded from the project root; the SDK never imports it otherwise.
 """
 
@@ -16,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import click
+from temporalio.converter import DataConverter
 
 from scope_temporal.definition import Definition
 from scope_temporal.models.protocol import Model
@@ -34,6 +36,8 @@ class App:
     models: dict[str, Model]
     prompt: str | None
     """The app's suggested first prompt (`DEMO_PROMPT`), if it has one."""
+    data_converter: DataConverter | None = None
+    """The app's `data_converter` (e.g. with an encryption codec), if it defines one."""
 
     def model_lines(self) -> list[str]:
         """One line per model: its name and what it is (its `label`, or its type)."""
@@ -80,14 +84,45 @@ def load_app(module_name: str | None = None) -> App:
                 "parent folder; run from the scope-temporal checkout or pass --app my.module"
             )
         _importable(root)
+    return _collect(import_module(name, "the app module"))
+
+
+def import_module(name: str, what: str) -> ModuleType:
+    """Import `name` with the working directory importable.
+
+    Raises:
+        click.ClickException: it cannot be imported (with what to do about it).
+    """
+    _importable(Path.cwd())
     try:
-        module = importlib.import_module(name)
+        return importlib.import_module(name)
     except ImportError as error:
         raise click.ClickException(
-            f"cannot import the app module {name!r}: {error}. Run from your project's root "
+            f"cannot import {what} {name!r}: {error}. Run from your project's root "
             "folder or make the module importable (PYTHONPATH)."
         ) from None
-    return _collect(module)
+
+
+def app_data_converter(
+    module: ModuleType, attribute: str = "data_converter"
+) -> DataConverter | None:
+    """`module.<attribute>` as a DataConverter (called first if it is a function); None
+    if the module does not define it.
+
+    Raises:
+        click.ClickException: it is defined but is not a DataConverter.
+    """
+    value = getattr(module, attribute, None)
+    if value is None:
+        return None
+    if callable(value) and not isinstance(value, DataConverter):
+        value = value()
+    if not isinstance(value, DataConverter):
+        raise click.ClickException(
+            f"{module.__name__}.{attribute} is a {type(value).__name__}, "
+            "not a temporalio.converter.DataConverter"
+        )
+    return value
 
 
 def _importable(folder: Path) -> None:
@@ -118,7 +153,16 @@ def _collect(module: ModuleType) -> App:
         tools=list(getattr(module, "tools", None) or ()),
         models=dict(models),
         prompt=prompt if isinstance(prompt, str) else None,
+        data_converter=app_data_converter(module),
     )
 
 
-__all__ = ["REFERENCE_APP", "App", "describe_model", "load_app", "project_root"]
+__all__ = [
+    "REFERENCE_APP",
+    "App",
+    "app_data_converter",
+    "describe_model",
+    "import_module",
+    "load_app",
+    "project_root",
+]

@@ -14,7 +14,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,8 +23,10 @@ from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
+from temporalio.converter import DataConverter
 from temporalio.service import RPCError, TLSConfig
 
+from scope_temporal.cli._converter import DECODE_HINT, is_decode_failure, load_data_converter
 from scope_temporal.client import ScopeClient
 from scope_temporal.names import DEFAULT_TASK_QUEUE
 
@@ -53,6 +55,14 @@ class Connection:
     address: str
     namespace: str
     task_queue: str
+    data_converter: DataConverter | None = None
+    """The app's converter (its payload codec, failure converter); None: Temporal's."""
+
+    def with_converter(self, converter: DataConverter | None) -> Connection:
+        """This connection with `converter`, unless one was given on the command line."""
+        if self.data_converter is not None or converter is None:
+            return self
+        return replace(self, data_converter=converter)
 
     async def client(self, *, timeout: float = 10.0) -> Client:
         """A connected Temporal client.
@@ -63,7 +73,12 @@ class Connection:
         note_connected()
         try:
             return await asyncio.wait_for(
-                Client.connect(self.address, namespace=self.namespace, **tls_options()),
+                Client.connect(
+                    self.address,
+                    namespace=self.namespace,
+                    data_converter=self.data_converter or DataConverter.default,
+                    **tls_options(),
+                ),
                 timeout,
             )
         except (RuntimeError, OSError, TimeoutError) as error:
@@ -136,6 +151,15 @@ _NAMESPACE = click.option(
     show_default=True,
     help="Temporal namespace [env TEMPORAL_NAMESPACE].",
 )
+_DATA_CONVERTER = click.option(
+    "--data-converter",
+    "data_converter",
+    envvar="SCOPE_DATA_CONVERTER",
+    default=None,
+    metavar="MODULE:NAME",
+    help="Your workers' DataConverter (e.g. with an encryption codec), or a function "
+    "returning it [env SCOPE_DATA_CONVERTER].",
+)
 _TASK_QUEUE = click.option(
     "--task-queue",
     envvar="SCOPE_TASK_QUEUE",
@@ -146,34 +170,52 @@ _TASK_QUEUE = click.option(
 
 
 def connection_options(fn: Callable[..., T]) -> Callable[..., T]:
-    """Add `--address`, `--namespace` and `--task-queue`; the command receives `connection`."""
+    """Add `--address`, `--namespace`, `--task-queue` and `--data-converter`; the command
+    receives `connection`."""
 
     @functools.wraps(fn)
-    def command(*args: Any, address: str, namespace: str, task_queue: str, **kwargs: Any) -> T:
-        return fn(*args, connection=Connection(address, namespace, task_queue), **kwargs)
+    def command(
+        *args: Any,
+        address: str,
+        namespace: str,
+        task_queue: str,
+        data_converter: str | None,
+        **kwargs: Any,
+    ) -> T:
+        converter = load_data_converter(data_converter) if data_converter else None
+        connection = Connection(address, namespace, task_queue, converter)
+        return fn(*args, connection=connection, **kwargs)
 
-    return _ADDRESS(_NAMESPACE(_TASK_QUEUE(command)))
+    return _ADDRESS(_NAMESPACE(_TASK_QUEUE(_DATA_CONVERTER(command))))
 
 
 def server_options(fn: Callable[..., T]) -> Callable[..., T]:
-    """Add `--address` and `--namespace` (commands that address Interactions by id, which
-    need no task queue); the command receives `connection`."""
+    """Add `--address`, `--namespace` and `--data-converter` (commands that address
+    Interactions by id, which need no task queue); the command receives `connection`."""
 
     @functools.wraps(fn)
-    def command(*args: Any, address: str, namespace: str, **kwargs: Any) -> T:
-        connection = Connection(address, namespace, DEFAULT_TASK_QUEUE)
+    def command(
+        *args: Any, address: str, namespace: str, data_converter: str | None, **kwargs: Any
+    ) -> T:
+        converter = load_data_converter(data_converter) if data_converter else None
+        connection = Connection(address, namespace, DEFAULT_TASK_QUEUE, converter)
         return fn(*args, connection=connection, **kwargs)
 
-    return _ADDRESS(_NAMESPACE(command))
+    return _ADDRESS(_NAMESPACE(_DATA_CONVERTER(command)))
 
 
 def run_async(main: Coroutine[Any, Any, T]) -> T:
-    """Run a command's coroutine; Ctrl-C ends it with exit code 130 and no traceback."""
+    """Run a command's coroutine; Ctrl-C ends it with exit code 130 and no traceback; a
+    payload this client cannot decode (a codec it lacks) says how to give it the codec."""
     try:
         return asyncio.run(main)
     except KeyboardInterrupt:
         click.echo("\ninterrupted", err=True)
         raise click.exceptions.Exit(130) from None
+    except Exception as error:
+        if is_decode_failure(error):
+            raise click.ClickException(f"{DECODE_HINT} ({error})") from None
+        raise
 
 
 async def wait_for_stop() -> None:

@@ -16,8 +16,9 @@ from scope_temporal.worker import ScopeWorker
     metavar="PACKAGE.MODULE",
     envvar="SCOPE_APP",
     default=None,
-    help="Module exposing `definitions`, `tools` and `models` (or `build_models()`) "
-    "[env SCOPE_APP; default: the reference app from the project root].",
+    help="Module exposing `definitions`, `tools` and `models` (or `build_models()`), and "
+    "optionally `data_converter` [env SCOPE_APP; default: the reference app from the "
+    "project root].",
 )
 @connection_options
 def worker(app_module: str | None, connection: Connection) -> int:
@@ -33,7 +34,7 @@ def worker(app_module: str | None, connection: Connection) -> int:
       TEMPORAL_ADDRESS=temporal.internal:7233 scope-temporal worker --task-queue agents
     """
     app = load_app(app_module)
-    return run_async(serve(app, connection))
+    return run_async(serve(app, connection.with_converter(app.data_converter)))
 
 
 async def serve(app: App, connection: Connection) -> int:

@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import StorageDriver
+from temporalio.converter import DataConverter, StorageDriver
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import (
     ExecuteWorkflowInput,
@@ -25,10 +24,10 @@ from temporalio.worker import (
 )
 
 from scope_temporal import errors
+from scope_temporal.converter import scope_data_converter
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ScopeError
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
-from scope_temporal.storage import offloading_converter
 from scope_temporal.workflows import registry
 from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
@@ -47,6 +46,7 @@ async def replay_history(
     *,
     payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
     storage: StorageDriver | None = None,
+    data_converter: DataConverter | None = None,
 ) -> WorkflowReplayResult:
     """Replay one Interaction, ToolCall or BackgroundTask history with these Definitions
     registered.
@@ -56,6 +56,8 @@ async def replay_history(
         definitions: the Definitions the recording worker served.
         payload_limit_bytes: the recording worker's limit (its checks run in the workflow).
         storage: the external storage the recording worker offloaded payloads to, if any.
+        data_converter: the recording worker's client converter, when it carried a payload
+            codec (e.g. encryption): histories are decoded with it.
 
     Never raises for a replay failure: inspect `result.replay_failure`. When the replay
     failed because the workflow itself ended with a classified failure where the history
@@ -67,9 +69,7 @@ async def replay_history(
     failures = _ClassifiedFailures()
     replayer = Replayer(
         workflows=[InteractionWorkflow, ToolCallWorkflow, BackgroundTaskWorkflow],
-        data_converter=(
-            pydantic_data_converter if storage is None else offloading_converter(storage)
-        ),
+        data_converter=scope_data_converter(data_converter, storage=storage),
         interceptors=[failures],
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)

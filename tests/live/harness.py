@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.converter import StorageDriver
+from temporalio.converter import DataConverter, StorageDriver
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
@@ -29,6 +29,8 @@ STARTED_IDS: list[str] = []
 DIVERGED_IDS: set[str] = set()
 # External storage a test's worker offloaded to, by task queue (replay needs it).
 STORAGE_BY_QUEUE: dict[str, StorageDriver] = {}
+# The data converter (e.g. with an encryption codec) a test's worker used, by task queue.
+CONVERTER_BY_QUEUE: dict[str, DataConverter] = {}
 # How the conformance suite maps tool calls onto Temporal: each `test_live_*` test runs
 # once per mode (see conftest.py) and `serving` gives every Definition that mode; None
 # (other tests) serves Definitions as declared.
@@ -165,6 +167,7 @@ def fresh_id(prefix: str) -> str:
 
 
 __all__ = [
+    "CONVERTER_BY_QUEUE",
     "DIVERGED_IDS",
     "MODE_BY_QUEUE",
     "STARTED_IDS",

@@ -14,7 +14,7 @@ from collections import Counter
 
 from pydantic import BaseModel
 from temporalio.client import WorkflowHistory
-from temporalio.converter import StorageDriver
+from temporalio.converter import DataConverter, StorageDriver
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import WorkflowReplayResult
 
@@ -35,6 +35,7 @@ from scope_temporal.workflows import registry
 from tests.faults import figures, scenario
 from tests.live import loss_worker, task_loss_worker
 from tests.live.harness import (
+    CONVERTER_BY_QUEUE,
     DIVERGED_IDS,
     MODE_BY_QUEUE,
     STORAGE_BY_QUEUE,
@@ -84,6 +85,7 @@ async def replay_with_deadline(
     definitions: list[Definition],
     payload_limit: int,
     storage: StorageDriver | None,
+    data_converter: DataConverter | None,
 ) -> WorkflowReplayResult | None:
     """Replay with a deadline; one retry on a fresh Replayer (the SDK's replayer has
     occasionally stalled here on a history with a timed-out workflow task)."""
@@ -91,7 +93,11 @@ async def replay_with_deadline(
         try:
             return await asyncio.wait_for(
                 replay_history(
-                    history, definitions, payload_limit_bytes=payload_limit, storage=storage
+                    history,
+                    definitions,
+                    payload_limit_bytes=payload_limit,
+                    storage=storage,
+                    data_converter=data_converter,
                 ),
                 30,
             )
@@ -161,7 +167,11 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
         elif queue == "readme":  # served by the README program, in a subprocess
             definitions = readme_definitions()
         result = await replay_with_deadline(
-            history, definitions, registry.payload_limit(queue), STORAGE_BY_QUEUE.get(queue)
+            history,
+            definitions,
+            registry.payload_limit(queue),
+            STORAGE_BY_QUEUE.get(queue),
+            CONVERTER_BY_QUEUE.get(queue),
         )
         if result is None:
             failures[execution.id] = "replay did not finish in 2 x 30 s"

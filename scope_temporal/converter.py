@@ -1,0 +1,90 @@
+"""The data converter scope-temporal needs, layered onto the one the user configured.
+
+Every payload scope-temporal sends is a pydantic model, so the converter's *payload
+converter* must be pydantic's JSON one. Everything else a user configured on their client
+is theirs and is kept: the payload codec (e.g. encryption or compression), the failure
+converter (e.g. `DefaultFailureConverterWithEncodedAttributes`, which moves failure
+messages into encoded attributes), and external storage. Dropping them would put prompts,
+tool arguments and results into the server's history in plaintext.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.converter import (
+    DataConverter,
+    DefaultPayloadConverter,
+    ExternalStorage,
+    StorageDriver,
+)
+
+from scope_temporal.errors import ConfigurationError
+
+DEFAULT_OFFLOAD_THRESHOLD_BYTES = 256 * 1024
+"""Payloads over this size go to external storage when a `storage=` driver is given."""
+
+
+def scope_data_converter(
+    base: DataConverter | None = None,
+    *,
+    storage: StorageDriver | None = None,
+    offload_threshold_bytes: int = DEFAULT_OFFLOAD_THRESHOLD_BYTES,
+) -> DataConverter:
+    """`base` with pydantic JSON payloads (and `storage`, if given) added.
+
+    Args:
+        base: the converter the user configured (default: Temporal's default one). Its
+            payload codec, failure converter and external storage are kept as they are.
+        storage: offload payloads over `offload_threshold_bytes` to this driver; it
+            replaces any external storage `base` carries. None keeps `base`'s.
+        offload_threshold_bytes: the size from which payloads are offloaded.
+
+    Raises:
+        ConfigurationError: `base` has a payload converter that is neither Temporal's
+            default nor a `PydanticPayloadConverter` (subclass it from that class instead).
+    """
+    base = base or DataConverter.default
+    converter_class = base.payload_converter_class
+    if converter_class is DefaultPayloadConverter:
+        converter_class = PydanticPayloadConverter
+    elif not issubclass(converter_class, PydanticPayloadConverter):
+        raise ConfigurationError(
+            f"The client's payload converter {converter_class.__qualname__} cannot encode "
+            "scope-temporal's pydantic payloads. Keep Temporal's default payload converter "
+            "(scope-temporal adds pydantic's), or subclass "
+            "temporalio.contrib.pydantic.PydanticPayloadConverter. Encryption and compression "
+            "belong in payload_codec, which is kept."
+        )
+    external = base.external_storage
+    if storage is not None:
+        external = ExternalStorage(
+            drivers=[storage], payload_size_threshold=offload_threshold_bytes
+        )
+    if converter_class is base.payload_converter_class and external is base.external_storage:
+        return base
+    return dataclasses.replace(
+        base, payload_converter_class=converter_class, external_storage=external
+    )
+
+
+def with_scope_converter(client: Client, storage: StorageDriver | None = None) -> Client:
+    """The same connection, its data converter layered by `scope_data_converter`.
+
+    Returns `client` itself when its converter already is what scope-temporal needs.
+    """
+    converter = scope_data_converter(client.data_converter, storage=storage)
+    if converter is client.data_converter:
+        return client
+    config = client.config()
+    config["data_converter"] = converter
+    return Client(**config)
+
+
+__all__ = [
+    "DEFAULT_OFFLOAD_THRESHOLD_BYTES",
+    "scope_data_converter",
+    "with_scope_converter",
+]
