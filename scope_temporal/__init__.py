@@ -34,6 +34,7 @@ from scope_temporal.client import InteractionHandle, ScopeClient
 from scope_temporal.converter import scope_data_converter
 from scope_temporal.definition import Definition, Delegate, ToolSet
 from scope_temporal.errors import (
+    ArtifactDecodeError,
     ConfigurationError,
     DefinitionError,
     InteractionAlreadyStarted,
@@ -52,6 +53,7 @@ from scope_temporal.errors import (
     TaskNotFound,
     UnknownDefinition,
 )
+from scope_temporal.ids import ToolCallRef
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
     PendingToolInput,
@@ -101,6 +103,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "ActiveDelegate",
     "Artifact",
+    "ArtifactDecodeError",
     "BackgroundOperation",
     "BackgroundTool",
     "CompletionCandidate",
@@ -157,6 +160,7 @@ __all__ = [
     "TaskSnapshot",
     "Tool",
     "ToolCall",
+    "ToolCallRef",
     "ToolDefinition",
     "ToolFailure",
     "ToolInvocation",

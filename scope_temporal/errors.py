@@ -32,6 +32,7 @@ DELEGATE_REJECTED = "interaction.delegate.rejected"
 DELEGATE_FAILED = "interaction.delegate.failed"
 TOOL_CHILD_REJECTED = "interaction.tool_child.rejected"
 CONFIGURATION_INVALID = "interaction.configuration.invalid"
+ARTIFACT_INVALID = "interaction.artifact.invalid"
 # Tools
 TOOL_NOT_FOUND = "tool.not_found"
 TOOL_NOT_AUTHORIZED = "tool.not_authorized"
@@ -72,6 +73,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     DELEGATE_FAILED: "external",
     TOOL_CHILD_REJECTED: "host",
     CONFIGURATION_INVALID: "host",
+    ARTIFACT_INVALID: "contract",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
     TOOL_INPUT_INVALID: "contract",
@@ -213,3 +215,17 @@ class TaskEnded(ScopeError):
     """The background task has already ended; it cannot be cancelled or answered."""
 
     default_code = TASK_ENDED
+
+
+class ArtifactDecodeError(ScopeError, ValueError):
+    """A delegate's Artifact does not decode into the type asked for (`Artifact.decode`).
+
+    Attributes:
+        field: the first offending field, as a dotted path ("" for the value as a whole).
+    """
+
+    default_code = ARTIFACT_INVALID
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
