@@ -90,6 +90,7 @@ from scope_temporal.worker import ScopeWorker
 
 if TYPE_CHECKING:  # the real class for type checkers; at run time see __getattr__
     from scope_temporal.models.openai import OpenAIChatModel
+    from scope_temporal.telemetry.tracing import configure_tracing
 
 
 def __getattr__(name: str) -> object:
@@ -97,6 +98,10 @@ def __getattr__(name: str) -> object:
         from scope_temporal.models.openai import OpenAIChatModel
 
         return OpenAIChatModel
+    if name == "configure_tracing":  # imports OpenTelemetry only when asked for
+        from scope_temporal.telemetry.tracing import configure_tracing
+
+        return configure_tracing
     raise AttributeError(f"module 'scope_temporal' has no attribute {name!r}")
 
 
@@ -175,6 +180,7 @@ __all__ = [
     "advertise_tools",
     "background_tool",
     "chain",
+    "configure_tracing",
     "current_tool_call",
     "inner",
     "reply",

@@ -93,6 +93,14 @@ class ScopeClient:
             converter) with pydantic JSON payloads added; use the workers' codec.
         task_queue: the queue a `ScopeWorker` serves.
         storage: the external storage the workers offload large payloads to, if any.
+        tracing: add Temporal's `OpenTelemetryPlugin` (unless the client traces already),
+            so starting an Interaction opens its trace (`StartWorkflow:scope.Interaction`,
+            under the caller's current span if there is one) and steers, answers and
+            resolutions carry the trace context. Needs `scope-temporal[otel]`; any
+            global tracer provider (`configure_tracing()` for one process with a worker).
+
+    Raises:
+        ConfigurationError: `tracing=True` without OpenTelemetry installed.
     """
 
     def __init__(
@@ -101,8 +109,13 @@ class ScopeClient:
         *,
         task_queue: str = names.DEFAULT_TASK_QUEUE,
         storage: StorageDriver | None = None,
+        tracing: bool = False,
     ) -> None:
         self.client = with_scope_converter(client, storage)
+        if tracing:
+            from scope_temporal.telemetry.tracing import with_tracing
+
+            self.client = with_tracing(self.client)
         self.task_queue = task_queue
         self._status_attributes: bool | None = None
 
@@ -114,11 +127,12 @@ class ScopeClient:
         task_queue: str = names.DEFAULT_TASK_QUEUE,
         namespace: str = "default",
         storage: StorageDriver | None = None,
+        tracing: bool = False,
         **connect_options: Any,
     ) -> ScopeClient:
         """Connect to a Temporal frontend (`host:port`); options go to `Client.connect`."""
         client = await Client.connect(target, namespace=namespace, **connect_options)
-        return cls(client, task_queue=task_queue, storage=storage)
+        return cls(client, task_queue=task_queue, storage=storage, tracing=tracing)
 
     async def start(
         self,

@@ -38,6 +38,7 @@ from scope_temporal.payload_limits import (
     DEFAULT_PAYLOAD_LIMIT_BYTES,
     OFFLOADED_PAYLOAD_LIMIT_BYTES,
 )
+from scope_temporal.telemetry.install import worker_telemetry
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.workflows import registry
@@ -74,6 +75,19 @@ class ScopeWorker:
             `LocalFileMaterializer` in `.scope/task-output` of the working directory).
             Every worker that runs a task's attempts or answers its `task_output` must
             reach the same store (e.g. `LocalFileMaterializer` on a shared directory).
+        tracing: add Temporal's `OpenTelemetryPlugin` to the client (unless it traces
+            already) and scope-temporal's spans: `invoke_agent <definition>` per
+            Interaction run, `chat <model>` per model call, `execute_tool <tool>` per
+            entry into a tool body (see `scope_temporal.telemetry.spans`). Needs
+            `scope-temporal[otel]` and a replay-safe global tracer provider
+            (`configure_tracing()`), so replays and retried workflow tasks never
+            record a span twice. Off (the default), nothing of it is installed.
+        metrics: record `scope_model_calls`, `scope_model_tokens`,
+            `scope_model_latency`, `scope_tool_calls`, `scope_unknowns_opened` and
+            `scope_unknowns_settled` (see `scope_temporal.telemetry.conventions`) through
+            the client's Temporal `Runtime`: they go where its metrics go (e.g.
+            `PrometheusConfig`); replays never count twice. Off (the default), nothing
+            is recorded.
 
     A worker serving a Definition that binds background tools also serves their task
     tools (`task_status`, `task_output`, `task_cancel`); with a handoff tool it polls a
@@ -82,6 +96,8 @@ class ScopeWorker:
     Raises:
         DefinitionError: a Definition binds a tool, model or delegate Definition that is not
             registered here.
+        ConfigurationError: `tracing=True` without OpenTelemetry installed or without a
+            replay-safe global tracer provider.
     """
 
     def __init__(
@@ -99,6 +115,8 @@ class ScopeWorker:
         storage: StorageDriver | None = None,
         payload_limit_bytes: int | None = None,
         materializer: OutputMaterializer | None = None,
+        tracing: bool = False,
+        metrics: bool = False,
         **worker_options: Any,
     ) -> None:
         definitions = list(definitions)
@@ -115,6 +133,10 @@ class ScopeWorker:
         registry.register(task_queue, definitions, payload_limit=payload_limit_bytes)
         self.task_queue = task_queue
         self.client = with_scope_converter(client, storage)
+        self.client, telemetry = worker_telemetry(
+            self.client, task_queue=task_queue, models=models, tracing=tracing, metrics=metrics
+        )
+        interceptors = [*worker_options.pop("interceptors", ()), *telemetry]
         self._observers = ObserverHub(list(observers))
         handoff = any(isinstance(t, BackgroundTool) and t.settings.handoff for t in self.tools)
         adopt_queue = f"{task_queue}/adopt/{uuid.uuid4().hex[:12]}" if handoff else None
@@ -148,6 +170,7 @@ class ScopeWorker:
             # the workflow instead of retrying its task forever. Set on the worker, not on
             # the workflow classes, so a Replayer still reports it as a replay failure.
             workflow_failure_exception_types=[NondeterminismError],
+            interceptors=interceptors,
             **{
                 # streamed model text reaches hosts as heartbeat details: send them often
                 # (periodic heartbeats stay at a third of the heartbeat timeout)

@@ -24,6 +24,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.converter import DataConverter
+from temporalio.runtime import Runtime
 from temporalio.service import RPCError, TLSConfig
 
 from scope_temporal.cli._converter import DECODE_HINT, is_decode_failure, load_data_converter
@@ -64,8 +65,8 @@ class Connection:
             return self
         return replace(self, data_converter=converter)
 
-    async def client(self, *, timeout: float = 10.0) -> Client:
-        """A connected Temporal client.
+    async def client(self, *, timeout: float = 10.0, runtime: Runtime | None = None) -> Client:
+        """A connected Temporal client (on `runtime`, e.g. one exporting metrics).
 
         Raises:
             click.ClickException: the server cannot be reached (with what to do about it).
@@ -77,6 +78,7 @@ class Connection:
                     self.address,
                     namespace=self.namespace,
                     data_converter=self.data_converter or DataConverter.default,
+                    runtime=runtime,
                     **tls_options(),
                 ),
                 timeout,

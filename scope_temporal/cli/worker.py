@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import click
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from scope_temporal.cli._app import App, load_app
 from scope_temporal.cli._connect import Connection, connection_options, run_async, wait_for_stop
+from scope_temporal.errors import ConfigurationError
 from scope_temporal.worker import ScopeWorker
 
 
@@ -20,8 +24,27 @@ from scope_temporal.worker import ScopeWorker
     "optionally `data_converter` [env SCOPE_APP; default: the reference app from the "
     "project root].",
 )
+@click.option(
+    "--otel",
+    is_flag=True,
+    envvar="SCOPE_OTEL",
+    help="Trace: Temporal's spans plus one per agent run, model call and tool call, sent "
+    "by OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318) "
+    "[env SCOPE_OTEL; needs scope-temporal[otel]].",
+)
+@click.option(
+    "--metrics",
+    "metrics_address",
+    metavar="HOST:PORT",
+    envvar="SCOPE_METRICS",
+    default=None,
+    help="Serve Prometheus metrics (Temporal's and scope_*) at http://HOST:PORT/metrics, "
+    "e.g. 0.0.0.0:9464 [env SCOPE_METRICS].",
+)
 @connection_options
-def worker(app_module: str | None, connection: Connection) -> int:
+def worker(
+    app_module: str | None, otel: bool, metrics_address: str | None, connection: Connection
+) -> int:
     """Serve agents: run a worker for an app on a task queue until Ctrl-C.
 
     Start as many workers as you like on one task queue, on as many machines: Temporal
@@ -32,19 +55,29 @@ def worker(app_module: str | None, connection: Connection) -> int:
       scope-temporal worker                               # the reference app (ops, summarizer)
       scope-temporal worker --app myproject.agents        # your own app module
       TEMPORAL_ADDRESS=temporal.internal:7233 scope-temporal worker --task-queue agents
+      scope-temporal worker --otel --metrics 0.0.0.0:9464 # traces by OTLP, Prometheus
     """
     app = load_app(app_module)
-    return run_async(serve(app, connection.with_converter(app.data_converter)))
+    runtime = None if metrics_address is None else prometheus_runtime(metrics_address)
+    if otel:
+        start_tracing()
+    connection = connection.with_converter(app.data_converter)
+    return run_async(serve(app, connection, runtime=runtime, tracing=otel))
 
 
-async def serve(app: App, connection: Connection) -> int:
-    client = await connection.client()
+async def serve(
+    app: App, connection: Connection, *, runtime: Runtime | None = None, tracing: bool = False
+) -> int:
+    """Serve `app` until stopped; with `runtime` (see `prometheus_runtime`), with metrics."""
+    client = await connection.client(runtime=runtime)
     scope_worker = ScopeWorker(
         client,
         task_queue=connection.task_queue,
         definitions=app.definitions,
         tools=app.tools,
         models=app.models,
+        tracing=tracing,
+        metrics=runtime is not None,
     )
     async with scope_worker:
         names = ", ".join(d.name for d in app.definitions)
@@ -55,8 +88,52 @@ async def serve(app: App, connection: Connection) -> int:
         )
         for line in app.model_lines():
             click.echo(f"  model {line}")
+        if tracing:
+            click.echo(f"  tracing: OTLP/HTTP to {_otlp_traces_endpoint()}")
+        if runtime is not None:
+            click.echo("  metrics: Prometheus, scope_* and Temporal's own")
         click.echo("ready; Ctrl-C to stop")
         await wait_for_stop()
         click.echo("stopping the worker…")
     click.echo("worker stopped")
     return 0
+
+
+def prometheus_runtime(address: str) -> Runtime:
+    """A Temporal runtime serving Prometheus metrics at `http://<address>/metrics`.
+
+    Raises:
+        click.BadParameter: `address` is not HOST:PORT, or cannot be bound.
+    """
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise click.BadParameter(
+            f"{address!r} is not HOST:PORT (e.g. 0.0.0.0:9464)", param_hint="--metrics"
+        )
+    try:
+        return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=address)))
+    except Exception as error:  # the core refuses the address (in use, not local...)
+        raise click.BadParameter(
+            f"cannot serve metrics at {address}: {error}", param_hint="--metrics"
+        ) from None
+
+
+def start_tracing() -> None:
+    """Make spans go by OTLP/HTTP, as the standard OTEL_* variables configure it.
+
+    Raises:
+        click.ClickException: OpenTelemetry (the `otel` extra) is not installed.
+    """
+    try:
+        from scope_temporal.telemetry.tracing import configure_tracing
+
+        configure_tracing()
+    except ConfigurationError as error:
+        raise click.ClickException(error.message) from None
+
+
+def _otlp_traces_endpoint() -> str:
+    return os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
+        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318").rstrip("/")
+        + "/v1/traces"
+    )

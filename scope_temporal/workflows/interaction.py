@@ -37,6 +37,7 @@ from scope_temporal.payloads import (
     SteerInput,
     ToolInputAnswer,
 )
+from scope_temporal.telemetry import workflow_counters
 from scope_temporal.workflows import inputs, registry
 from scope_temporal.workflows.calls import run_delegate, run_tool_call
 from scope_temporal.workflows.model_calls import ModelCaller
@@ -318,6 +319,7 @@ class InteractionWorkflow:
             if not isinstance(settlement, ModelSettlement):
                 raise errors.SettlementMismatch("A tool settlement goes to its ToolCall process.")
             machine.resolve(settlement)
+            workflow_counters.record_settlement(settlement)  # telemetry
         except ScopeError as error:
             machine.record_rejected(input.signal_id, "resolve", error)
         self._dirty = True
@@ -334,6 +336,7 @@ class InteractionWorkflow:
             machine.resolve(settlement)
         except ScopeError as error:
             raise update_rejection(error) from None
+        workflow_counters.record_settlement(settlement)  # telemetry
         self._dirty = True
 
     @resolve_update.validator

@@ -25,6 +25,7 @@ from scope_temporal.interaction.effects import (
 )
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.payloads import ContextPage, ContextPageRequest, ModelActivityInput
+from scope_temporal.telemetry import workflow_counters
 from scope_temporal.workflows.limits import refuse_oversized
 from scope_temporal.workflows.outcomes import describe_activity_error
 from scope_temporal.workflows.summaries import model_summary
@@ -88,6 +89,7 @@ class ModelCaller:
             )
         if not machine.done:
             machine.on_model(result)
+            workflow_counters.record_outcome(request, result)  # telemetry: unknown opened
 
     def page(self, query: ContextPageRequest) -> ContextPage:
         """Messages [start, end) of the latest model call, at most about `max_bytes`."""

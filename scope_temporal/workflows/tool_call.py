@@ -17,6 +17,7 @@ from scope_temporal.interaction.effects import CallSettled, ToolSettlement
 from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.interaction.tool_call import ToolCallMachine
 from scope_temporal.payloads import ControlInput, ResolveInput, ToolCallInput, ToolInputAnswer
+from scope_temporal.telemetry import workflow_counters
 from scope_temporal.workflows import inputs
 from scope_temporal.workflows.calls import attempt_tool
 from scope_temporal.workflows.outcomes import update_rejection
@@ -41,6 +42,7 @@ class ToolCallWorkflow:
             # promoted by an Interaction that already ran the first attempt itself
             self._machine.next_attempt()
             self._machine.on_outcome(input.first_outcome)
+            workflow_counters.record_outcome(input.request, input.first_outcome)  # telemetry
         if input.paused:
             self._machine.pause()
 
@@ -64,6 +66,7 @@ class ToolCallWorkflow:
                 attempt, start_to_close=input.start_to_close, heartbeat=input.heartbeat
             )
             machine.on_outcome(outcome)
+            workflow_counters.record_outcome(input.request, outcome)  # telemetry
         self._show(machine)
         return CallSettled(effect_id=input.request.effect_id, outcome=machine.outcome)
 
@@ -122,6 +125,7 @@ class ToolCallWorkflow:
             if not isinstance(input.settlement, ToolSettlement):
                 raise errors.SettlementMismatch("A model settlement goes to its Interaction.")
             machine.resolve(input.settlement)
+            workflow_counters.record_settlement(input.settlement)  # telemetry
         except ScopeError as error:
             machine.record_rejected(inputs.claimed_id(raw, "signal_id"), "resolve", error)
 
@@ -136,6 +140,7 @@ class ToolCallWorkflow:
             machine.resolve(settlement)
         except ScopeError as error:
             raise update_rejection(error) from None
+        workflow_counters.record_settlement(settlement)  # telemetry
 
     @resolve_update.validator
     def _validate_resolve(self, raw: RawValue) -> None:

@@ -1,0 +1,95 @@
+"""`scope-temporal worker --metrics HOST:PORT`: Prometheus metrics, scraped over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from scope_temporal import ScopeClient
+from tests.live.harness import STARTED_IDS, eventually
+from tests.live.test_cli_dev import Proc, clean_env, free_port
+
+pytestmark = pytest.mark.live
+
+APP = '''
+from scope_temporal import Definition, ScriptedModel, Usage, reply, tool
+
+@tool(permission="read")
+def shout(text: str) -> str:
+    """Shout the text."""
+    return text.upper()
+
+def plan(request):
+    if request.messages[-1].role == "tool":
+        response = reply.text("done")
+    else:
+        response = reply.tool_calls(("shout", {"text": "hi"}))
+    return response.model_copy(update={"usage": Usage(input_tokens=7, output_tokens=3)})
+
+definitions = [Definition("loud", tools=[shout])]
+tools = [shout]
+models = {"default": ScriptedModel(plan)}
+'''
+
+SAMPLE = re.compile(r"^(?P<name>[a-z_]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
+
+
+def samples(text: str, name: str) -> dict[frozenset[tuple[str, str]], float]:
+    """The samples of metric `name`, by their labels (Temporal's own labels left out)."""
+    found: dict[frozenset[tuple[str, str]], float] = {}
+    for line in text.splitlines():
+        match = SAMPLE.match(line)
+        if match is None or match["name"] != name:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
+        labels.pop("service_name", None)
+        found[frozenset(labels.items())] = float(match["value"])
+    return found
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
+        body: bytes = page.read()
+    return body.decode()
+
+
+async def test_worker_metrics_flag_serves_scope_metrics_to_prometheus(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    (tmp_path / "loudapp.py").write_text(APP)
+    port, queue = free_port(), f"metrics-{uuid.uuid4().hex[:6]}"
+    address = temporal_env.client.service_client.config.target_host
+    env = clean_env(tmp_path, TEMPORAL_ADDRESS=address, SCOPE_TASK_QUEUE=queue)
+    worker = Proc(
+        ["worker", "--app", "loudapp", "--metrics", f"127.0.0.1:{port}"], env=env, cwd=tmp_path
+    )
+    try:
+        await asyncio.to_thread(worker.wait_for, "ready; Ctrl-C to stop")
+        assert "metrics: Prometheus" in worker.output
+        handle = await ScopeClient(temporal_env.client, task_queue=queue).start("loud", "go")
+        STARTED_IDS.append(handle.id)
+        assert (await handle.result()).text == "done"
+
+        async def page() -> str:
+            return await asyncio.to_thread(scrape, port)
+
+        text = await eventually(page, lambda t: "scope_tool_calls{" in t)
+    finally:
+        worker.stop()
+    mine = frozenset({("definition", "loud"), ("model", "default")})
+    assert samples(text, "scope_model_calls") == {mine | {("outcome", "succeeded")}: 2}
+    assert samples(text, "scope_model_tokens") == {
+        mine | {("token_type", "input")}: 14,
+        mine | {("token_type", "output")}: 6,
+    }
+    assert samples(text, "scope_model_latency_count") == {mine | {("outcome", "succeeded")}: 2}
+    assert samples(text, "scope_tool_calls") == {
+        frozenset({("definition", "loud"), ("tool", "shout"), ("outcome", "succeeded")}): 1
+    }
+    assert "temporal_workflow_completed" in text  # Temporal's own, on the same endpoint
