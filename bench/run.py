@@ -7,7 +7,12 @@
 Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
 
 - overhead: workload W (bench/workload.py: 20 model turns, 3 instant read tools per
-  turn but the last) as a scope-temporal Interaction in each tool-call mapping, as a
+  turn but the last) as a scope-temporal Interaction in each tool-call mapping (and in
+  `always` again with tracing and metrics on: `always_traced`, scope-temporal's spans, and
+  `always_traced_temporal`, Temporal's own spans too; spans are batched to an exporter
+  that drops them; `tracing_cost_ratio_always[_temporal]` is the wall time over
+  `always`'s, `tracing_cpu_ratio_always[_temporal]` the Python CPU, and
+  `tracing_spans_per_run[_temporal]` how many spans one run makes), as a
   minimal hand-written workflow running the same activities ("flat"), and as a
   hand-written workflow starting one child workflow per tool call ("naive_child", the
   card's shape with no framework; `overhead_vs_naive_child_always` compares `always` to
@@ -38,13 +43,16 @@ import statistics
 import sys
 import time  # deterministic: timing runs client-side, never in a workflow
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
+from temporalio.contrib.opentelemetry import OpenTelemetryPlugin
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -59,6 +67,7 @@ from scope_temporal import (
     ScopeClient,
     ScopeWorker,
     ScriptedModel,
+    configure_tracing,
     reply,
     tool,
 )
@@ -153,6 +162,8 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
             tools=[workload.lookup],
             models={"default": ScriptedModel(workload.plan)},
         ),
+        traced_worker(env, temporal_spans=False) as traced,
+        traced_worker(env, temporal_spans=True) as traced_temporal,
     ):
         scope = ScopeClient(client, task_queue=scope_queue)
         last_ids: dict[str, str] = {}
@@ -188,6 +199,21 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
             "naive_child": naive_child,
         }
         variants.update({mode: interaction(mode) for mode in MODES})
+
+        def traced_run(name: str, scope: ScopeClient) -> Callable[[], Awaitable[None]]:
+            async def one() -> None:
+                before = _Drop.spans
+                handle = await scope.start("w-always", "go")
+                out = await handle.result()
+                assert out.model_calls == workload.TURNS, out
+                last_ids[name] = handle.id
+                spans[name] = _Drop.spans - before  # the run's last spans may still wait
+
+            return one
+
+        spans: dict[str, int] = {}
+        variants["always_traced"] = traced_run("always_traced", traced)
+        variants["always_traced_temporal"] = traced_run("always_traced_temporal", traced_temporal)
         for one in variants.values():
             await one()  # warm up
         walls: dict[str, list[float]] = {name: [] for name in variants}
@@ -208,6 +234,17 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
             figure(f"overhead_server_cpu_ms_{name}", statistics.median(servers[name]) * 1000)
             if name != "flat":
                 figure(f"overhead_ratio_{name}", wall / base)
+        for suffix in ("", "_temporal"):
+            traced_name = f"always_traced{suffix}"
+            figure(
+                f"tracing_cost_ratio_always{suffix}",
+                statistics.median(walls[traced_name]) / statistics.median(walls["always"]),
+            )
+            figure(
+                f"tracing_cpu_ratio_always{suffix}",
+                statistics.median(cpus[traced_name]) / statistics.median(cpus["always"]),
+            )
+            figure(f"tracing_spans_per_run{suffix}", spans[traced_name])
         naive = statistics.median(walls["naive_child"])
         figure("overhead_vs_naive_child_always", statistics.median(walls["always"]) / naive)
         turns = workload.TURNS
@@ -232,6 +269,44 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
                 f"overhead_cpu_ms_per_workflow_task_{name}",
                 statistics.median(cpus[name]) * 1000 / tasks,
             )
+
+
+class _Drop(SpanExporter):
+    """Takes every span batch and drops it: the cost measured is making the spans."""
+
+    spans = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        _Drop.spans += len(spans)
+        return SpanExportResult.SUCCESS
+
+
+@asynccontextmanager
+async def traced_worker(
+    env: WorkflowEnvironment, *, temporal_spans: bool
+) -> AsyncIterator[ScopeClient]:
+    """W's `always` Definition served with tracing on, as a deployment runs it (a
+    replay-safe provider exporting in batches), on the same connection and runtime as the
+    other variants; `metrics=True` too (the bench runtime has no metrics exporter, so this
+    measures recording them, not serving them). `temporal_spans`: the client carries
+    `OpenTelemetryPlugin(add_temporal_spans=True)` (ScopeWorker keeps it)."""
+    configure_tracing(_Drop())
+    client = env.client
+    if temporal_spans:
+        config = client.config()
+        config["plugins"] = [OpenTelemetryPlugin(add_temporal_spans=True)]
+        client = Client(**config)
+    task_queue = queue("traced")
+    async with ScopeWorker(
+        client,
+        task_queue=task_queue,
+        definitions=[workload.definition("always")],
+        tools=[workload.lookup],
+        models={"default": ScriptedModel(workload.plan)},
+        tracing=True,
+        metrics=True,
+    ):
+        yield ScopeClient(client, task_queue=task_queue, tracing=True)
 
 
 # --- history growth ---------------------------------------------------------------------

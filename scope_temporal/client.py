@@ -94,10 +94,9 @@ class ScopeClient:
         task_queue: the queue a `ScopeWorker` serves.
         storage: the external storage the workers offload large payloads to, if any.
         tracing: add Temporal's `OpenTelemetryPlugin` (unless the client traces already),
-            so starting an Interaction opens its trace (`StartWorkflow:scope.Interaction`,
-            under the caller's current span if there is one) and steers, answers and
-            resolutions carry the trace context. Needs `scope-temporal[otel]`; any
-            global tracer provider (`configure_tracing()` for one process with a worker).
+            so an Interaction started under the caller's current span joins its trace, and
+            steers, answers and resolutions carry the trace context. Needs
+            `scope-temporal[otel]` and a global tracer provider (`configure_tracing()`).
 
     Raises:
         ConfigurationError: `tracing=True` without OpenTelemetry installed.

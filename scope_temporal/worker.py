@@ -76,12 +76,15 @@ class ScopeWorker:
             Every worker that runs a task's attempts or answers its `task_output` must
             reach the same store (e.g. `LocalFileMaterializer` on a shared directory).
         tracing: add Temporal's `OpenTelemetryPlugin` to the client (unless it traces
-            already) and scope-temporal's spans: `invoke_agent <definition>` per
-            Interaction run, `chat <model>` per model call, `execute_tool <tool>` per
-            entry into a tool body (see `scope_temporal.telemetry.spans`). Needs
-            `scope-temporal[otel]` and a replay-safe global tracer provider
-            (`configure_tracing()`), so replays and retried workflow tasks never
-            record a span twice. Off (the default), nothing of it is installed.
+            already), which carries one trace through an Interaction's whole tree, and
+            scope-temporal's spans: `invoke_agent <definition>` per Interaction run,
+            `chat <model>` per model call, `execute_tool <tool>` per entry into a tool
+            body, `background_task <tool>` per background task (see
+            `scope_temporal.telemetry`). Temporal's own spans too if the client's plugin
+            says `add_temporal_spans=True`. Needs `scope-temporal[otel]` and a replay-safe
+            global tracer provider (`configure_tracing()`), so replays and retried
+            workflow tasks never record a span twice. Off (the default), nothing of it is
+            installed.
         metrics: record `scope_model_calls`, `scope_model_tokens`,
             `scope_model_latency`, `scope_tool_calls`, `scope_unknowns_opened` and
             `scope_unknowns_settled` (see `scope_temporal.telemetry.conventions`) through

@@ -5,7 +5,7 @@
 - `facts`: what a model or tool activity did (shared by spans and metrics).
 - `metrics`: the activity-side counters and the model-latency histogram.
 - `workflow_counters`: unknowns opened and settled (workflow side).
-- `tracing`, `spans`, `agent_span`: OpenTelemetry (the `scope-temporal[otel]` extra).
+- `tracing`, `spans`, `workflow_spans`: OpenTelemetry (the `scope-temporal[otel]` extra).
 """
 
 from __future__ import annotations

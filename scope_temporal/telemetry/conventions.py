@@ -55,7 +55,8 @@ ERROR_TYPE = "error.type"
 
 OUTCOME = "scope.outcome"
 """On every span of ours: the model call's or tool entry's `Outcome`; on `invoke_agent`:
-`completed` | `failed` | `canceled` | `continued_as_new`."""
+`completed` | `failed` | `canceled` | `continued_as_new`; on `background_task`: the task's
+final status (`completed` | `failed` | `canceled`)."""
 DEFINITION = "scope.definition"
 PROCESS_ID = "scope.process_id"
 EFFECT_ID = "scope.effect_id"
@@ -65,3 +66,4 @@ MODEL_CALL_SEQ = "scope.model_call_seq"
 TOOL_REF = "scope.tool.ref"
 TOOL_ENTRY = "scope.tool.entry"
 """Which entry into the body this is (1, then one more per answered input wait)."""
+TASK_ID = "scope.task.id"

@@ -1,8 +1,9 @@
 """Spans for model and tool calls, with OpenTelemetry GenAI attributes.
 
 `ScopeWorker(tracing=True)` installs `SpansInterceptor` after Temporal's own
-`OpenTelemetryPlugin`, so its spans are children of Temporal's (`RunActivity:scope.model`
-...) and share the Interaction's trace:
+`OpenTelemetryPlugin`, which carries the trace context across workflows, children and
+activities, so every span of an Interaction's tree shares one trace (and, when the client
+has Temporal's spans on, hangs under `RunActivity:scope.model` ...):
 
 - `chat <model>` (kind CLIENT) around each `scope.model` activity: `gen_ai.operation.name`
   `chat`, `gen_ai.request.model`, `gen_ai.response.model`, `gen_ai.usage.input_tokens` /
@@ -10,8 +11,8 @@
 - `execute_tool <tool>` (kind INTERNAL) around each entry into a tool body (`scope.tool`):
   `gen_ai.operation.name` `execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, and
   `scope.outcome`.
-- `invoke_agent <definition>` around each run of a `scope.Interaction` workflow (see
-  `agent_span`).
+- `invoke_agent <definition>` around each run of a `scope.Interaction` workflow and
+  `background_task <tool>` around each `scope.BackgroundTask` (see `workflow_spans`).
 
 An outcome other than `succeeded` (or `input_required` / `backgrounded`, which are not
 failures) sets the span's status to ERROR with `error.type`. Prompts, arguments and
@@ -37,7 +38,7 @@ from scope_temporal.models.protocol import Model
 from scope_temporal.telemetry import conventions as c
 from scope_temporal.telemetry import facts
 from scope_temporal.telemetry.activity_hook import CallHook, ModelSettled, ToolSettled
-from scope_temporal.telemetry.agent_span import AgentSpan
+from scope_temporal.telemetry.workflow_spans import ProcessSpans
 
 _NOT_FAILURES = frozenset({"succeeded", "input_required", "backgrounded"})
 
@@ -58,7 +59,7 @@ class SpansInterceptor(Interceptor):
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor]:
-        return AgentSpan
+        return ProcessSpans
 
 
 class _Tracing(CallHook):

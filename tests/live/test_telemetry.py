@@ -259,40 +259,36 @@ async def test_one_trace_per_interaction_with_genai_spans_and_no_duplicates(
     async with metered(temporal_env) as (client, reader):
         root_id, _ = await run_everything(client, "")
         everything = await eventually(
-            finished, lambda spans: any(s.name == "RunWorkflow:scope.BackgroundTask" for s in spans)
+            finished, lambda spans: any(s.name == "background_task job" for s in spans)
         )
         spans = of_run(everything, root_id)
         ids = Counter(s.context.span_id for s in everything)
         assert max(ids.values()) == 1, "a span was exported twice"
         assert len({s.context.trace_id for s in spans}) == 1, "one trace for the whole tree"
         by_id = {s.context.span_id: s for s in everything}
-        named = Counter(s.name for s in spans)
-        assert named["invoke_agent otel-root"] == 1
-        assert named["invoke_agent otel-helper"] == 1
-        assert named["chat default"] == 4 and named["chat helper"] == 2
-        assert named["execute_tool lookup"] == 2
-        assert named["execute_tool flaky"] == named["execute_tool job"] == 1
-        [start] = [s for s in spans if s.parent is None]
-        assert start.name == "StartWorkflow:scope.Interaction"  # the client opened the trace
-
+        assert Counter(s.name for s in spans) == {
+            "invoke_agent otel-root": 1,
+            "invoke_agent otel-helper": 1,
+            "chat default": 4,
+            "chat helper": 2,
+            "execute_tool lookup": 2,  # one in the root's ToolCall child, one in the helper's
+            "execute_tool flaky": 1,
+            "execute_tool job": 1,
+            "background_task job": 1,
+        }
+        # the Interaction opened the trace; every span hangs from its process's agent
+        parents = {s.name: ancestors(s, by_id) for s in spans if s.name != "chat helper"}
+        assert parents["invoke_agent otel-root"] == []
+        for name in ("chat default", "execute_tool flaky", "execute_tool job"):
+            assert parents[name] == ["invoke_agent otel-root"], name
+        assert parents["invoke_agent otel-helper"] == ["invoke_agent otel-root"]
+        assert parents["background_task job"] == ["invoke_agent otel-root"]
         for span in spans:
-            above = ancestors(span, by_id)
-            if span.name.startswith(("chat", "execute_tool", "RunWorkflow:scope.BackgroundTask")):
-                assert "invoke_agent otel-root" in above, (span.name, above)
-            if span.name.startswith("chat"):
-                assert above[0] == "RunActivity:scope.model"
-            if span.name.startswith("execute_tool"):
-                assert above[:3] == [
-                    "RunActivity:scope.tool",
-                    "StartActivity:scope.tool",
-                    "RunWorkflow:scope.ToolCall",
-                ], above
-        helper = next(s for s in spans if s.name == "invoke_agent otel-helper")
-        assert ancestors(helper, by_id)[:3] == [
-            "RunWorkflow:scope.Interaction",
-            "StartChildWorkflow:scope.Interaction",
-            "invoke_agent otel-root",
-        ]
+            if span.name == "chat helper":
+                assert ancestors(span, by_id) == [
+                    "invoke_agent otel-helper",
+                    "invoke_agent otel-root",
+                ]
 
         chats = [s.attributes or {} for s in spans if s.name.startswith("chat")]
         assert Counter(a["scope.outcome"] for a in chats) == {"succeeded": 5, "unknown": 1}
@@ -304,11 +300,14 @@ async def test_one_trace_per_interaction_with_genai_spans_and_no_duplicates(
                 assert attributes["gen_ai.usage.output_tokens"] == 10
             else:
                 assert attributes["error.type"] == "unknown"
-        tools = {s.name: s.attributes or {} for s in spans if s.name.startswith("execute_tool")}
+        tools = {
+            s.name: s.attributes or {} for s in spans if "_tool " in s.name or "task" in s.name
+        }
         assert tools["execute_tool flaky"]["scope.outcome"] == "unknown"
         assert tools["execute_tool job"]["scope.outcome"] == "backgrounded"
         assert tools["execute_tool lookup"]["gen_ai.tool.name"] == "lookup"
         assert str(tools["execute_tool lookup"]["gen_ai.tool.call.id"])
+        assert tools["background_task job"]["scope.outcome"] == "completed"
         agent = next(s for s in spans if s.name == "invoke_agent otel-root")
         assert (agent.attributes or {})["scope.outcome"] == "completed"
         assert (agent.attributes or {})["gen_ai.agent.name"] == "otel-root"
@@ -320,15 +319,15 @@ async def test_one_trace_per_interaction_with_genai_spans_and_no_duplicates(
         registry.register(registry.REPLAY_QUEUE, definitions(""))
         replayer = Replayer(
             workflows=[InteractionWorkflow, ToolCallWorkflow, BackgroundTaskWorkflow],
-            plugins=[OpenTelemetryPlugin(add_temporal_spans=True)],
+            plugins=[OpenTelemetryPlugin()],
             interceptors=[SpansInterceptor({})],
             data_converter=ScopeClient(client).client.data_converter,
         )
-        workflow_ids = {str((s.attributes or {}).get("temporalWorkflowID")) for s in spans}
-        for workflow_id in sorted(workflow_ids - {"None"}):
+        workflow_ids = {str((s.attributes or {})["scope.process_id"]) for s in spans}
+        for workflow_id in sorted(workflow_ids):
             history = await client.get_workflow_handle(workflow_id).fetch_history()
             await replayer.replay_workflow(history)
-        assert len(workflow_ids) >= 6  # root, 3 ToolCalls, delegate (+ its ToolCall), task
+        assert len(workflow_ids) == 7  # root, 3 ToolCalls, delegate and its ToolCall, task
         assert Started.count > started  # the replays ran traced...
         assert len(SPANS.get_finished_spans()) == before  # ...and ended no span
 
@@ -336,15 +335,18 @@ async def test_one_trace_per_interaction_with_genai_spans_and_no_duplicates(
 async def test_a_run_replayed_on_another_worker_records_each_span_and_count_once(
     temporal_env: WorkflowEnvironment,
 ) -> None:
-    """The worker that started the run stops while the run waits for the host; a fresh
-    worker replays the root's history and takes it to its end."""
+    """With Temporal's own spans too (the client's plugin is kept): the worker that started
+    the run stops while the run waits for the host; a fresh worker replays the root's
+    history and takes it to its end."""
     async with metered(temporal_env) as (client, reader):
-        root_id, _ = await run_everything(client, "-moved", swap_workers=True)
+        config = client.config()
+        config["plugins"] = [OpenTelemetryPlugin(add_temporal_spans=True)]
+        root_id, _ = await run_everything(Client(**config), "-moved", swap_workers=True)
         everything = await eventually(
             finished,
             lambda spans: any(
-                s.name == "RunWorkflow:scope.BackgroundTask"
-                and str((s.attributes or {}).get("temporalWorkflowID")).startswith(root_id)
+                s.name == "background_task job"
+                and str((s.attributes or {}).get("scope.process_id")).startswith(root_id)
                 for s in spans
             ),
         )
@@ -352,10 +354,24 @@ async def test_a_run_replayed_on_another_worker_records_each_span_and_count_once
         twice = [k for k, n in Counter(s.context.span_id for s in everything).items() if n > 1]
         assert not twice, [(s.name, s.attributes) for s in everything if s.context.span_id in twice]
         assert len({s.context.trace_id for s in spans}) == 1
+        [start] = [s for s in spans if s.parent is None]
+        assert start.name == "StartWorkflow:scope.Interaction"  # the client opened the trace
+        by_id = {s.context.span_id: s for s in everything}
+        for span in spans:
+            above = ancestors(span, by_id)
+            if span.name.startswith("chat"):
+                assert above[0] == "RunActivity:scope.model"
+            if span.name.startswith("execute_tool"):
+                assert above[:3] == [
+                    "RunActivity:scope.tool",
+                    "StartActivity:scope.tool",
+                    "RunWorkflow:scope.ToolCall",
+                ], above
         named = Counter(s.name for s in spans)
         assert named["invoke_agent otel-root-moved"] == 1  # begun on one worker, ended on the other
         assert named["RunWorkflow:scope.Interaction"] == 2  # root and delegate
         assert named["RunWorkflow:scope.ToolCall"] == 4
+        assert named["RunWorkflow:scope.BackgroundTask"] == 1
         assert named["StartActivity:scope.model"] == 6
         assert named["chat default"] == 4
         await assert_metrics(reader, "-moved")
