@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -43,6 +44,42 @@ def test_compose_file_validates() -> None:
     assert worker["build"]["dockerfile"] == "docker/Dockerfile"
     assert Path(worker["build"]["context"]) == REPO
     assert worker["environment"]["TEMPORAL_ADDRESS"] == "temporal:7233"
+
+
+@pytest.mark.skipif(
+    not _compose_available(),
+    reason="`docker compose` (the compose plugin of the docker client) is not installed here",
+)
+def test_compose_observability_profile_validates() -> None:
+    profile = ["--profile", "observability"]
+    done = subprocess.run(
+        ["docker", "compose", "-f", str(COMPOSE), *profile, "config", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    services = json.loads(done.stdout)["services"]
+    assert {"jaeger", "prometheus", "worker-otel"} <= set(services)
+    traced = services["worker-otel"]
+    assert traced["build"]["args"]["EXTRAS"] == "[otel]"
+    assert traced["command"] == ["scope-temporal", "worker", "--otel", "--metrics", "0.0.0.0:9464"]
+    assert traced["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://jaeger:4318"
+    assert traced["environment"]["TEMPORAL_ADDRESS"] == "temporal:7233"  # from `worker`
+
+
+def test_compose_observability_profile_is_opt_in() -> None:
+    """Without Docker: the profile's services are all marked, the worker's `extends` names
+    the plain worker, and Prometheus scrapes the traced worker's metrics port."""
+    text = COMPOSE.read_text()
+    for service in ("worker-otel", "jaeger", "prometheus"):
+        block = re.split(r"\n  \S", text.split(f"\n  {service}:\n", 1)[1], maxsplit=1)[0]
+        assert 'profiles: ["observability"]' in block, service
+    assert "extends:\n      service: worker" in text
+    assert "--otel" in text and '"0.0.0.0:9464"' in text
+    scrape = (REPO / "docker" / "prometheus.yml").read_text()
+    assert 'targets: ["worker-otel:9464"]' in scrape
 
 
 def test_compose_file_names_the_services_and_the_worker_image() -> None:

