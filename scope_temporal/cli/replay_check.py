@@ -3,12 +3,16 @@ Definitions; exit non-zero when any would diverge (what CI runs before a deploy)
 
 from __future__ import annotations
 
+import logging
+from typing import assert_never
+
 import click
+from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError
 
 from scope_temporal.cli._app import App, app_option, load_app
 from scope_temporal.cli._connect import Connection, run_async, server_options
-from scope_temporal.cli._converter import DECODE_HINT, is_decode_failure
+from scope_temporal.cli._converter import DECODE_HINT
 from scope_temporal.testing.replay_recent import ReplayedRun, RunSelection, find_runs, replay_run
 
 DIVERGED = 1
@@ -100,6 +104,7 @@ def replay_check(
 
 
 async def check(app: App, selection: RunSelection, connection: Connection) -> int:
+    _quiet_replays()
     client = await connection.client()
     try:
         runs = await find_runs(client, selection)
@@ -115,18 +120,19 @@ async def check(app: App, selection: RunSelection, connection: Connection) -> in
     names = ", ".join(d.name for d in app.definitions)
     click.echo(f"replaying {len(runs)} workflow run(s) against {app.module} ({names})")
     width = max(len(run.id) for run in runs)
-    diverged = 0
+    failed = 0
     for execution in runs:
         replayed = await replay_run(
             client, execution, app.definitions, data_converter=connection.data_converter
         )
-        diverged += not replayed.ok
+        failed += not replayed.ok
         click.echo(_line(replayed, width))
-    if diverged:
+    if failed:
         click.echo(
-            f"{diverged} of {len(runs)} run(s) would diverge under this code: deploying it "
-            "would fail them. Keep the old code for them (Worker Versioning, or a new "
-            "Definition name) or let them finish first; see docs/deploy.md.",
+            f"{failed} of {len(runs)} run(s) would diverge under this code or could not "
+            "be checked: deploying it could fail them. Keep the old code for them (Worker "
+            "Versioning, or a new Definition name) or let them finish first; see "
+            "docs/deploy.md.",
             err=True,
         )
         return DIVERGED
@@ -136,10 +142,26 @@ async def check(app: App, selection: RunSelection, connection: Connection) -> in
 
 def _line(run: ReplayedRun, width: int) -> str:
     kind = run.workflow_type + (f" ({run.definition})" if run.definition else "")
-    outcome = "ok" if run.failure is None else f"DIVERGED: {run.failure}"
-    if run.failure and is_decode_failure(Exception(run.failure)):
-        outcome += f" ({DECODE_HINT})"
+    if run.outcome == "replayed":
+        outcome = "ok"
+    elif run.outcome == "diverged":
+        outcome = f"DIVERGED: {run.detail}"
+    elif run.outcome == "undecodable":
+        outcome = f"NOT CHECKED: {DECODE_HINT}"
+    elif run.outcome == "timed_out":
+        outcome = f"NOT CHECKED: {run.detail}"
+    else:
+        assert_never(run.outcome)
     return f"{run.workflow_id:<{width}}  {kind:<34}  {run.status:<16}  {outcome}"
+
+
+def _quiet_replays() -> None:
+    """Keep the replayer's own logs (a warning and a traceback per diverging run, from the
+    SDK's core and its Python side) out of the report; each run's line says what failed."""
+    logging.getLogger("temporalio").setLevel(logging.CRITICAL)
+    quiet = TelemetryFilter(core_level="ERROR", other_level="ERROR")
+    telemetry = TelemetryConfig(logging=LoggingConfig(filter=quiet))
+    Runtime.set_default(Runtime(telemetry=telemetry), error_if_already_set=False)
 
 
 def _nothing_matched(selection: RunSelection, connection: Connection) -> str:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.client import Client, WorkflowExecution
 from temporalio.converter import DataConverter
 
 from scope_temporal import names
+from scope_temporal.converter import is_decode_failure
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ScopeError
 from scope_temporal.testing.replay import replay_history
@@ -29,6 +31,7 @@ REPLAY_DEADLINE_SECONDS = 60.0
 """How long one replay may take before the run counts as not checked."""
 
 _IDS_PER_QUERY = 50
+_DETAIL_CHARS = 300
 
 
 class RunSelection(BaseModel):
@@ -76,6 +79,12 @@ class RunSelection(BaseModel):
         return " AND ".join(clauses)
 
 
+ReplayOutcome = Literal["replayed", "diverged", "undecodable", "timed_out"]
+"""`replayed`: today's code continues the run exactly as recorded. `diverged`: it would
+not (a changed Definition, non-deterministic code). `undecodable`: not checked, its
+payloads need a codec the replay was not given. `timed_out`: not checked in time."""
+
+
 class ReplayedRun(BaseModel):
     """One workflow run and what replaying it with today's code gave."""
 
@@ -88,16 +97,17 @@ class ReplayedRun(BaseModel):
     """The run's status on the server: running, completed, failed, continued_as_new, ..."""
     definition: str | None = None
     """The Definition an Interaction runs (its `ScopeDefinition`), where recorded."""
+    outcome: ReplayOutcome
     code: str | None = None
-    """Why it diverged, as a code: e.g. `interaction.definition.changed`; None: it replayed,
-    or Temporal's own error (non-determinism) is in `failure`."""
-    failure: str | None = None
-    """What went wrong, for a person; None: it replayed as recorded."""
+    """A divergence's code where scope-temporal classified it, e.g.
+    `interaction.definition.changed`; None for Temporal's own (non-determinism) errors."""
+    detail: str | None = None
+    """What went wrong, for a person (one line); None when it replayed."""
 
     @property
     def ok(self) -> bool:
         """True when today's code replays the run exactly as it was recorded."""
-        return self.failure is None
+        return self.outcome == "replayed"
 
 
 async def find_runs(client: Client, selection: RunSelection) -> list[WorkflowExecution]:
@@ -144,7 +154,7 @@ async def replay_run(
         data_converter: the workers' converter when it carries a payload codec (e.g.
             encryption); histories are decoded with it.
 
-    Never raises for a divergence: it is in the result (`ok`, `code`, `failure`).
+    Never raises for a divergence: it is in the result (`outcome`, `code`, `detail`).
     """
     history = await client.get_workflow_handle(
         execution.id, run_id=execution.run_id
@@ -155,27 +165,37 @@ async def replay_run(
             REPLAY_DEADLINE_SECONDS,
         )
     except TimeoutError:
-        return _replayed(
-            execution, None, f"not checked: replay took over {REPLAY_DEADLINE_SECONDS:g} s"
-        )
+        detail = f"the replay took over {REPLAY_DEADLINE_SECONDS:g} s"
+        return _replayed(execution, "timed_out", detail=detail)
     failure = result.replay_failure
     if failure is None:
-        return _replayed(execution, None, None)
+        return _replayed(execution, "replayed")
     if isinstance(failure, ScopeError):
-        return _replayed(execution, failure.code, failure.message)
-    text = str(failure).strip().splitlines()
-    return _replayed(execution, None, f"{type(failure).__name__}: {text[0] if text else ''}")
+        return _replayed(execution, "diverged", code=failure.code, detail=failure.message)
+    if is_decode_failure(failure):
+        detail = "its payloads need a payload codec (e.g. encryption) this replay was not given"
+        return _replayed(execution, "undecodable", detail=detail)
+    lines = str(failure).strip().splitlines() or [""]
+    first = lines[0] if len(lines[0]) <= _DETAIL_CHARS else lines[0][:_DETAIL_CHARS] + "…"
+    return _replayed(execution, "diverged", detail=f"{type(failure).__name__}: {first}")
 
 
-def _replayed(execution: WorkflowExecution, code: str | None, failure: str | None) -> ReplayedRun:
+def _replayed(
+    execution: WorkflowExecution,
+    outcome: ReplayOutcome,
+    *,
+    code: str | None = None,
+    detail: str | None = None,
+) -> ReplayedRun:
     return ReplayedRun(
         workflow_id=execution.id,
         run_id=execution.run_id,
         workflow_type=execution.workflow_type,
         status=execution.status.name.lower() if execution.status else "unknown",
         definition=execution.typed_search_attributes.get(names.DEFINITION_ATTRIBUTE),
+        outcome=outcome,
         code=code,
-        failure=failure,
+        detail=detail,
     )
 
 
@@ -195,6 +215,7 @@ def _quoted(values: Iterable[str]) -> str:
 __all__ = [
     "REPLAY_DEADLINE_SECONDS",
     "SCOPE_WORKFLOWS",
+    "ReplayOutcome",
     "ReplayedRun",
     "RunSelection",
     "find_runs",

@@ -155,8 +155,28 @@ async def test_replay_check_passes_the_same_code_and_names_the_run_a_changed_val
         )
         # the delegate's Definition did not change, nor did any ToolCall or the task
         assert changed.stdout.count("DIVERGED") == 1
-        assert "1 of 6 run(s) would diverge under this code" in changed.stderr
+        assert (
+            "1 of 6 run(s) would diverge under this code or could not be checked" in changed.stderr
+        )
 
+        # without the app's codec (a plain converter given instead): not checked, and why
+        blind = await replay_check(
+            client,
+            v1,
+            "--task-queue",
+            task_queue,
+            "--data-converter",
+            "temporalio.converter:DataConverter",
+        )
+        assert blind.returncode == DIVERGED
+        runs = blind.stdout.splitlines()[1:]
+        assert len(runs) == 6
+        assert all(
+            "NOT CHECKED: the Interaction's payloads are encoded with a codec" in line
+            for line in runs
+        )
+        assert "Traceback" not in blind.stdout + blind.stderr  # the replayer's logs stay quiet
+        assert "WARN" not in blind.stdout + blind.stderr
         [pending] = snap.pending_tool_inputs
         await handle.answer(pending, "a1", {"ok": True})
         output = await handle.result()

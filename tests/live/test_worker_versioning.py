@@ -28,7 +28,7 @@ from scope_temporal import ScopeClient, TreeSnapshot
 from scope_temporal.cli.replay_check import DIVERGED
 from scope_temporal.testing.devserver import temporal_cli_path
 from tests.live.harness import CHECKED_BY_THEIR_TEST, eventually
-from tests.live.test_cli_dev import CLI, Proc
+from tests.live.test_cli_dev import Proc
 from tests.live.test_replay_check import (
     app_version,
     cli_env,
@@ -170,11 +170,3 @@ async def test_an_interaction_stays_on_the_build_that_started_it_while_a_new_one
 
     for proc in workers:
         assert proc.stop() == 0
-
-
-def test_the_worker_cli_refuses_half_a_version(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [CLI, "worker", "--deployment", "agents"], capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 2
-    assert "needs both a deployment name and a build id" in done.stderr

@@ -105,3 +105,18 @@ def test_replay_check_help_says_what_it_checks_and_its_exit_codes(
 def test_replay_check_refuses_a_limit_below_one(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay-check", "--limit", "0"]) == 2
     assert "--limit" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--deployment", "agents"], "needs both a deployment name and a build id"),
+        (["--build-id", "7"], "needs both a deployment name and a build id"),
+        (["--deployment", "agents.eu", "--build-id", "7"], "holds a '.'"),
+    ],
+)
+def test_worker_refuses_half_a_version_before_connecting(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["worker", *args]) == 2
+    assert message in capsys.readouterr().err
