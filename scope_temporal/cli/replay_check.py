@@ -99,6 +99,10 @@ def replay_check(
         limit=limit,
         query=query,
     )
+    try:
+        selection.roots_query()
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
     app = load_app(app_module)
     return run_async(check(app, selection, connection.with_converter(app.data_converter)))
 
