@@ -197,12 +197,11 @@ async def test_replay_check_of_a_selection_matching_nothing_says_what_to_check(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     folder = app_version(tmp_path / "v1")
-    done = await replay_check(
-        temporal_env.client, folder, "--definition", "no-such-agent", "--limit", "5"
-    )
+    nobody = f"nobody-{uuid.uuid4().hex[:8]}"
+    done = await replay_check(temporal_env.client, folder, "--definition", nobody, "--limit", "5")
     assert done.returncode == NOTHING_MATCHED
     assert done.stdout == ""
     assert "no Interaction matches" in done.stderr
-    assert "ScopeDefinition IN ('no-such-agent')" in done.stderr
+    assert f"ScopeDefinition IN ('{nobody}')" in done.stderr
     assert "nothing was checked" in done.stderr
     assert "--definition" in done.stderr and "scope-temporal list" in done.stderr
