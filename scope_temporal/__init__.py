@@ -64,7 +64,21 @@ from scope_temporal.interaction.snapshot import (
     TreeSnapshot,
     UnknownEffect,
 )
-from scope_temporal.models import Model, ModelRequest, ScriptedModel, ToolDefinition, reply
+from scope_temporal.models import (
+    Model,
+    ModelContextOverflow,
+    ModelNotCalled,
+    ModelRejected,
+    ModelRequest,
+    ModelUnavailable,
+    NotCalled,
+    NotProven,
+    ScriptedModel,
+    ToolDefinition,
+    classify_model_error,
+    reply,
+    retry_after_from_headers,
+)
 from scope_temporal.models.streaming import LiveText, stream_delta
 from scope_temporal.outputs import Artifact, CompletionCandidate, CompletionDecision, Output
 from scope_temporal.settle import settle_model_result, settle_tool_result
@@ -134,8 +148,14 @@ __all__ = [
     "Message",
     "Middleware",
     "Model",
+    "ModelContextOverflow",
+    "ModelNotCalled",
+    "ModelRejected",
     "ModelRequest",
+    "ModelUnavailable",
     "NoSuchWait",
+    "NotCalled",
+    "NotProven",
     "OpenAIChatModel",
     "Options",
     "Output",
@@ -180,11 +200,13 @@ __all__ = [
     "advertise_tools",
     "background_tool",
     "chain",
+    "classify_model_error",
     "configure_tracing",
     "current_tool_call",
     "inner",
     "reply",
     "require_tool_input",
+    "retry_after_from_headers",
     "scope_data_converter",
     "settle_model_result",
     "settle_tool_result",

@@ -13,6 +13,10 @@ FailureKind = Literal["contract", "external", "host", "canceled", "quota"]
 # Interaction
 MODEL_INVALID_RESPONSE = "interaction.model.invalid_response"
 MODEL_TOOL_CALLS_NOT_COMPLETED = "interaction.model.tool_calls_not_completed"
+# The model provably did not run the request (see scope_temporal.models.not_called).
+MODEL_REJECTED = "interaction.model.rejected"
+MODEL_CONTEXT_OVERFLOW = "interaction.model.context_overflow"
+MODEL_UNAVAILABLE = "interaction.model.unavailable"
 LIMIT_MODEL_CALLS = "interaction.limit.model_calls"
 HOST_FAILED = "interaction.host.failed"
 SIGNAL_INVALID = "interaction.signal.invalid"
@@ -54,6 +58,10 @@ TASK_PROGRESS_INVALID = "tool.background.progress_invalid"
 CODE_KINDS: dict[str, FailureKind] = {
     MODEL_INVALID_RESPONSE: "external",
     MODEL_TOOL_CALLS_NOT_COMPLETED: "external",
+    MODEL_REJECTED: "external",
+    # The conversation outgrew the model's window: a budget, fixed by a context reducer.
+    MODEL_CONTEXT_OVERFLOW: "quota",
+    MODEL_UNAVAILABLE: "external",
     LIMIT_MODEL_CALLS: "quota",
     HOST_FAILED: "host",
     SIGNAL_INVALID: "contract",

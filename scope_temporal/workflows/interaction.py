@@ -128,7 +128,8 @@ class InteractionWorkflow:
                     errors.DEFINITION_CHANGED,
                     f"Definition {definition.name!r} changed while this Interaction ran "
                     f"(recorded {recorded[:12]}, now {definition.digest[:12]}). Deploy changed "
-                    "agents under a new Definition name, or let old runs finish first.",
+                    "agents as a new pinned build (Worker Versioning), under a new Definition "
+                    "name, or let old runs finish first (docs/deploy.md).",
                 )
             )
         try:

@@ -22,11 +22,20 @@ SECTIONS = (
     ("docs/observability.md", "# Traces and metrics"),
 )
 
-# Which tests run each documented command (as a subprocess, the way a user types it).
+# Which test runs each documented command (as a subprocess, the way a user types it); the
+# options it is documented with are used by one of the tests named.
 RUN_BY: dict[str, str | tuple[str, ...]] = {
     "scope-temporal demo": "tests/live/test_demo.py",
     "scope-temporal dev": "tests/live/test_cli_dev.py",
-    "scope-temporal worker": ("tests/live/test_cli_run.py", "tests/live/test_cli_telemetry.py"),
+    "scope-temporal worker": (
+        "tests/live/test_cli_run.py",
+        "tests/live/test_worker_versioning.py",
+        "tests/live/test_cli_telemetry.py",
+    ),
+    "scope-temporal replay-check": (
+        "tests/live/test_replay_check.py",
+        "tests/live/test_worker_versioning.py",
+    ),
     "scope-temporal run": "tests/live/test_cli_run.py",
     "scope-temporal list": "tests/live/test_cli_run.py",
     "scope-temporal inspect": "tests/live/test_cli_run.py",
@@ -34,6 +43,7 @@ RUN_BY: dict[str, str | tuple[str, ...]] = {
     "scope-temporal answer": "tests/live/test_cli_run.py",
     "scope-temporal resolve": "tests/live/test_cli_run.py",
     "temporal operator": "tests/live/test_cli_dev.py",
+    "temporal worker": "tests/live/test_worker_versioning.py",
     "docker compose": "tests/unit/test_cli_deploy.py",
     "curl http://localhost:9464/metrics": "tests/live/test_cli_telemetry.py",
 }
@@ -94,12 +104,12 @@ def test_each_readme_command_parses_and_is_run_by_a_test(words: list[str]) -> No
     prefix = " ".join(words[:2])
     assert prefix in RUN_BY, f"no test runs `{prefix}`"
     files = RUN_BY[prefix]
-    test_file = "".join(
-        (REPO / f).read_text() for f in ([files] if isinstance(files, str) else files)
-    )
+    files = (files,) if isinstance(files, str) else files
+    test_file = "".join((REPO / f).read_text() for f in files)
     if words[0] == "scope-temporal":
         command = cli.commands[words[1]]
         command.make_context(words[1], words[2:])  # raises on an unknown option or argument
+    if words[0] == "scope-temporal" or words[:2] == ["temporal", "worker"]:
         for option in (w for w in words[2:] if w.startswith("--")):
             assert f'"{option}"' in test_file, f"{files} never use {option}"
     elif words[0] == "docker":
