@@ -45,7 +45,8 @@ class ModelCallFacts:
 @dataclass(frozen=True, slots=True)
 class ModelResult:
     outcome: Outcome
-    code: str | None = None
+    error_type: str | None = None
+    """What went wrong (OpenTelemetry's `error.type`), for an outcome that is not success."""
     usage: Usage | None = None
     response_model: str | None = None
     finish_reason: str | None = None
@@ -65,7 +66,8 @@ class ToolCallFacts:
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     outcome: Outcome
-    code: str | None = None
+    error_type: str | None = None
+    """The outcome's code (e.g. `tool.not_found`), for an outcome that is not success."""
 
 
 def model_call(input: ModelActivityInput, models: Mapping[str, Model]) -> ModelCallFacts:
@@ -93,10 +95,10 @@ def model_result(result: object) -> ModelResult:
             finish_reason=response.finish_reason,
         )
     if isinstance(result, ModelHostFailed):
-        return ModelResult("failed", code="host_failed")
+        return ModelResult("failed", error_type="host_failed")
     if isinstance(result, ModelUnknown):
-        return ModelResult("unknown", code="unknown")
-    return ModelResult("unknown", code="activity_error")
+        return ModelResult("unknown", error_type="unknown")
+    return ModelResult("unknown", error_type="activity_error")
 
 
 def tool_call(input: ToolActivityInput) -> ToolCallFacts:
@@ -117,5 +119,5 @@ def tool_result(result: object) -> ToolResult:
     if isinstance(result, Succeeded | Backgrounded | InputRequired):
         return ToolResult(result.kind)
     if isinstance(result, Failed | Rejected | Unknown):
-        return ToolResult(result.kind, code=result.code)
-    return ToolResult("unknown", code="activity_error")
+        return ToolResult(result.kind, error_type=result.code)
+    return ToolResult("unknown", error_type="activity_error")

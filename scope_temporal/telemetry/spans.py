@@ -88,7 +88,7 @@ class _Tracing(CallHook):
                     span.set_attribute(c.RESPONSE_MODEL, result.response_model)
                 if result.finish_reason is not None:
                     span.set_attribute(c.RESPONSE_FINISH_REASONS, [result.finish_reason])
-                _outcome(span, result.outcome, result.code)
+                _outcome(span, result.outcome, result.error_type)
 
             yield settled
 
@@ -106,7 +106,7 @@ class _Tracing(CallHook):
             c.TOOL_ENTRY: call.entry,
         }
         with _span(f"execute_tool {call.tool}", SpanKind.INTERNAL, attributes) as span:
-            yield lambda result: _outcome(span, result.outcome, result.code)
+            yield lambda result: _outcome(span, result.outcome, result.error_type)
 
 
 def _span(name: str, kind: SpanKind, attributes: dict[str, str | int | float]) -> Any:
@@ -120,8 +120,8 @@ def _span(name: str, kind: SpanKind, attributes: dict[str, str | int | float]) -
     )
 
 
-def _outcome(span: Span, outcome: str, code: str | None) -> None:
+def _outcome(span: Span, outcome: str, error_type: str | None) -> None:
     span.set_attribute(c.OUTCOME, outcome)
     if outcome not in _NOT_FAILURES:
-        span.set_attribute(c.ERROR_TYPE, code or outcome)
-        span.set_status(Status(StatusCode.ERROR, f"{outcome}: {code}" if code else outcome))
+        span.set_attribute(c.ERROR_TYPE, error_type or outcome)
+        span.set_status(Status(StatusCode.ERROR, f"{outcome}: {error_type or outcome}"))

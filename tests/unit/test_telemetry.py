@@ -42,7 +42,7 @@ def test_model_outcomes_are_succeeded_failed_or_unknown() -> None:
     assert facts.model_result(ModelHostFailed(effect_id="e", message="m")).outcome == "failed"
     assert facts.model_result(ModelUnknown(effect_id="e", diagnostic="d")).outcome == "unknown"
     raised = facts.model_result(None)  # the activity raised (e.g. it was cancelled)
-    assert (raised.outcome, raised.code) == ("unknown", "activity_error")
+    assert (raised.outcome, raised.error_type) == ("unknown", "activity_error")
 
 
 def test_tool_outcomes_keep_their_kind_and_code() -> None:
@@ -53,7 +53,9 @@ def test_tool_outcomes_keep_their_kind_and_code() -> None:
     assert facts.tool_result(Rejected(result=RESULT, code="tool.not_found")) == (
         facts.ToolResult("rejected", "tool.not_found")
     )
-    assert facts.tool_result(Unknown(code="tool.timeout", diagnostic="d")).code == "tool.timeout"
+    assert facts.tool_result(Unknown(code="tool.timeout", diagnostic="d")).error_type == (
+        "tool.timeout"
+    )
     waiting = InputRequired(prompt="ok?", response_schema={"type": "boolean"})
     assert facts.tool_result(waiting).outcome == "input_required"
     assert facts.tool_result(None).outcome == "unknown"
