@@ -43,11 +43,13 @@ import statistics
 import sys
 import time  # deterministic: timing runs client-side, never in a workflow
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import opentelemetry.trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from temporalio.api.enums.v1 import EventType
@@ -144,6 +146,7 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
     client = env.client
     flat_queue, scope_queue = queue("flat"), queue("scope")
     definitions = [workload.definition(mode) for mode in MODES]
+    configure_tracing(_Drop())  # once per process: every span goes to one exporter
     async with (
         Worker(
             client,
@@ -202,16 +205,14 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
 
         def traced_run(name: str, scope: ScopeClient) -> Callable[[], Awaitable[None]]:
             async def one() -> None:
-                before = _Drop.spans
-                handle = await scope.start("w-always", "go")
+                workflow_id = f"{name}-{uuid.uuid4().hex}"  # deterministic: client side
+                handle = await scope.start("w-always", "go", id=workflow_id)
                 out = await handle.result()
                 assert out.model_calls == workload.TURNS, out
                 last_ids[name] = handle.id
-                spans[name] = _Drop.spans - before  # the run's last spans may still wait
 
             return one
 
-        spans: dict[str, int] = {}
         variants["always_traced"] = traced_run("always_traced", traced)
         variants["always_traced_temporal"] = traced_run("always_traced_temporal", traced_temporal)
         for one in variants.values():
@@ -234,6 +235,8 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
             figure(f"overhead_server_cpu_ms_{name}", statistics.median(servers[name]) * 1000)
             if name != "flat":
                 figure(f"overhead_ratio_{name}", wall / base)
+        provider = opentelemetry.trace.get_tracer_provider()
+        getattr(provider, "force_flush", lambda: None)()  # the last runs' last spans
         for suffix in ("", "_temporal"):
             traced_name = f"always_traced{suffix}"
             figure(
@@ -244,7 +247,7 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
                 f"tracing_cpu_ratio_always{suffix}",
                 statistics.median(cpus[traced_name]) / statistics.median(cpus["always"]),
             )
-            figure(f"tracing_spans_per_run{suffix}", spans[traced_name])
+            figure(f"tracing_spans_per_run{suffix}", _Drop.by_run[last_ids[traced_name]])
         naive = statistics.median(walls["naive_child"])
         figure("overhead_vs_naive_child_always", statistics.median(walls["always"]) / naive)
         turns = workload.TURNS
@@ -272,13 +275,20 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
 
 
 class _Drop(SpanExporter):
-    """Takes every span batch and drops it: the cost measured is making the spans."""
+    """Takes every span batch and drops it (the cost measured is making the spans),
+    counting them by the Interaction they belong to."""
 
-    spans = 0
+    by_run: Counter[str] = Counter()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        _Drop.spans += len(spans)
+        for span in spans:
+            attributes = span.attributes or {}
+            owner = attributes.get("scope.process_id") or attributes.get("temporalWorkflowID")
+            _Drop.by_run[str(owner).split("/", 1)[0]] += 1
         return SpanExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
 
 
 @asynccontextmanager
@@ -289,8 +299,8 @@ async def traced_worker(
     replay-safe provider exporting in batches), on the same connection and runtime as the
     other variants; `metrics=True` too (the bench runtime has no metrics exporter, so this
     measures recording them, not serving them). `temporal_spans`: the client carries
-    `OpenTelemetryPlugin(add_temporal_spans=True)` (ScopeWorker keeps it)."""
-    configure_tracing(_Drop())
+    `OpenTelemetryPlugin(add_temporal_spans=True)` (ScopeWorker keeps it). The global
+    tracer provider is set once, by `overhead`."""
     client = env.client
     if temporal_spans:
         config = client.config()

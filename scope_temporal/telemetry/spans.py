@@ -25,7 +25,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from temporalio.worker import (
     ActivityInboundInterceptor,
@@ -38,7 +37,7 @@ from scope_temporal.models.protocol import Model
 from scope_temporal.telemetry import conventions as c
 from scope_temporal.telemetry import facts
 from scope_temporal.telemetry.activity_hook import CallHook, ModelSettled, ToolSettled
-from scope_temporal.telemetry.workflow_spans import ProcessSpans
+from scope_temporal.telemetry.workflow_spans import ProcessSpans, tracer
 
 _NOT_FAILURES = frozenset({"succeeded", "input_required", "backgrounded"})
 
@@ -111,7 +110,7 @@ class _Tracing(CallHook):
 
 def _span(name: str, kind: SpanKind, attributes: dict[str, str | int | float]) -> Any:
     # our own outcome decides the status; an exception (cancellation) is `unknown` already
-    return trace.get_tracer(c.TRACER).start_as_current_span(
+    return tracer().start_as_current_span(
         name,
         kind=kind,
         attributes=attributes,

@@ -14,6 +14,7 @@ goes on to end.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from opentelemetry import trace
@@ -27,6 +28,14 @@ from scope_temporal.payloads import InteractionInput, TaskInput
 from scope_temporal.telemetry import conventions as c
 
 
+@functools.cache
+def tracer() -> trace.Tracer:
+    """scope-temporal's tracer from the global provider (set once per process), made once:
+    making one costs about as much as a span. A replay-safe provider's tracer checks for
+    replay when it is used, in the workflow that uses it."""
+    return trace.get_tracer(c.TRACER)
+
+
 class ProcessSpans(WorkflowInboundInterceptor):
     """Wraps Interaction and background-task runs in a span; other workflows pass."""
 
@@ -35,9 +44,7 @@ class ProcessSpans(WorkflowInboundInterceptor):
         if described is None:
             return await self.next.execute_workflow(input)
         name, attributes = described
-        span = trace.get_tracer(c.TRACER).start_span(
-            name, kind=SpanKind.INTERNAL, attributes=attributes
-        )
+        span = tracer().start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
         outcome: str | None = None
         try:
             with trace.use_span(
