@@ -19,30 +19,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import ScopeClient
+from scope_temporal.workflows import registry
+from tests.live import loud_app
 from tests.live.harness import STARTED_IDS, eventually
-from tests.live.test_cli_dev import Proc, clean_env, free_port
+from tests.live.test_cli_dev import REPO, Proc, clean_env, free_port
 
 pytestmark = pytest.mark.live
 
-APP = '''
-from scope_temporal import Definition, ScriptedModel, Usage, reply, tool
-
-@tool(permission="read")
-def shout(text: str) -> str:
-    """Shout the text."""
-    return text.upper()
-
-def plan(request):
-    if request.messages[-1].role == "tool":
-        response = reply.text("done")
-    else:
-        response = reply.tool_calls(("shout", {"text": "hi"}))
-    return response.model_copy(update={"usage": Usage(input_tokens=7, output_tokens=3)})
-
-definitions = [Definition("loud", tools=[shout])]
-tools = [shout]
-models = {"default": ScriptedModel(plan)}
-'''
 
 SAMPLE = re.compile(r"^(?P<name>[a-z_]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 
@@ -69,12 +52,14 @@ def scrape(port: int) -> str:
 async def test_worker_metrics_flag_serves_scope_metrics_to_prometheus(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    (tmp_path / "loudapp.py").write_text(APP)
     port, queue = free_port(), f"metrics-{uuid.uuid4().hex[:6]}"
+    registry.register(queue, loud_app.definitions)  # for the suite's replay test
     address = temporal_env.client.service_client.config.target_host
     env = clean_env(tmp_path, TEMPORAL_ADDRESS=address, SCOPE_TASK_QUEUE=queue)
     worker = Proc(
-        ["worker", "--app", "loudapp", "--metrics", f"127.0.0.1:{port}"], env=env, cwd=tmp_path
+        ["worker", "--app", "tests.live.loud_app", "--metrics", f"127.0.0.1:{port}"],
+        env=env,
+        cwd=REPO,
     )
     try:
         await asyncio.to_thread(worker.wait_for, "ready; Ctrl-C to stop")
@@ -132,8 +117,8 @@ def collector() -> Iterator[tuple[int, list[ExportTraceServiceRequest]]]:
 async def test_worker_otel_flag_sends_the_spans_by_otlp(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    (tmp_path / "loudapp.py").write_text(APP)
     queue = f"otel-{uuid.uuid4().hex[:6]}"
+    registry.register(queue, loud_app.definitions)  # for the suite's replay test
     address = temporal_env.client.service_client.config.target_host
     with collector() as (port, received):
         env = clean_env(
@@ -144,7 +129,7 @@ async def test_worker_otel_flag_sends_the_spans_by_otlp(
             OTEL_SERVICE_NAME="loud-worker",
             OTEL_BSP_SCHEDULE_DELAY="100",
         )
-        worker = Proc(["worker", "--app", "loudapp", "--otel"], env=env, cwd=tmp_path)
+        worker = Proc(["worker", "--app", "tests.live.loud_app", "--otel"], env=env, cwd=REPO)
         try:
             await asyncio.to_thread(worker.wait_for, "ready; Ctrl-C to stop")
             assert f"tracing: OTLP/HTTP to http://127.0.0.1:{port}/v1/traces" in worker.output
