@@ -2,8 +2,10 @@
 `ScopeClient(tracing=...)`); off, nothing here is installed or runs.
 
 - `conventions`: metric names, span names and attributes.
-- `facts`: what a model or tool activity did (shared by spans and metrics).
-- `metrics`: the activity-side counters and the model-latency histogram.
+- `install`: what `ScopeWorker` adds for each option.
+- `activity_hook`, `facts`: where the model and tool activities are observed, and what a
+  call did (shared by spans and metrics).
+- `metrics`, `instruments`: the activity-side counters and the model-latency histogram.
 - `workflow_counters`: unknowns opened and settled (workflow side).
 - `tracing`, `spans`, `workflow_spans`: OpenTelemetry (the `scope-temporal[otel]` extra).
 """

@@ -1,11 +1,10 @@
 """Metric instruments bound to one attribute set each, made once and kept.
 
-Temporal's `MetricBuffer` (read by `temporalio.contrib.opentelemetry.MetricsExporter`)
-tells attribute sets apart by the identity of their objects. Attributes passed to each
-`add` are a new object every time, whose identity a later set may reuse once it is freed,
-and the exporter then files the later values under the earlier attributes (seen: settled
-unknowns counted as opened). Bound once and kept, every set keeps one identity; it is also
-cheaper.
+Attributes passed to each `add` are converted into a new attribute set every time; bound
+once, each set is converted once and keeps one identity. The identity matters to
+`temporalio.contrib.opentelemetry.MetricsExporter`, which caches by `id()` of the buffer's
+objects (a freed set's id, reused by another, files values under stale attributes; see
+docs/known-gaps.md: Temporal's own metrics can still mislead it).
 """
 
 from __future__ import annotations
