@@ -18,7 +18,6 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
-    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
@@ -26,19 +25,17 @@ from temporalio.converter import StorageDriver
 from temporalio.exceptions import ApplicationError, CancelledError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from scope_temporal import errors, names
+from scope_temporal import errors, names, tree
 from scope_temporal.chat import Message
 from scope_temporal.converter import with_scope_converter
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
-    ProcessSnapshot,
     TaskSnapshot,
     TreeSnapshot,
     UnknownEffect,
 )
-from scope_temporal.interaction.task_values import task_process
 from scope_temporal.models.streaming import LiveText
 from scope_temporal.outputs import Output
 from scope_temporal.payload_limits import SERVER_BLOB_LIMIT_BYTES, size_of, too_large
@@ -52,23 +49,11 @@ from scope_temporal.payloads import (
 from scope_temporal.tasks import TemporalTaskAccess
 from scope_temporal.tools.validation import validate_value
 
-_ERRORS_BY_CODE: dict[str, type[ScopeError]] = {
-    errors.SIGNAL_INVALID: errors.InvalidSignal,
-    errors.SIGNAL_CONFLICT: errors.SignalConflict,
-    errors.TOOL_ANSWER_INVALID: errors.InvalidToolInput,
-    errors.TOOL_WAIT_UNKNOWN: errors.NoSuchWait,
-    errors.SETTLEMENT_MISMATCH: errors.SettlementMismatch,
-    errors.DEFINITION_UNKNOWN: errors.UnknownDefinition,
-    errors.TASK_ENDED: errors.TaskEnded,
-    errors.PAYLOAD_TOO_LARGE: errors.InvalidSignal,
-}
-
 
 def _typed(error: BaseException) -> ScopeError:
     cause = error.__cause__ or getattr(error, "cause", None)
     if isinstance(cause, ApplicationError) and cause.type:
-        cls = _ERRORS_BY_CODE.get(cause.type, ScopeError)
-        return cls(cause.message, code=cause.type)
+        return errors.refusal(cause.type, cause.message)
     return ScopeError(str(cause or error), code=errors.PROTOCOL_INVALID)
 
 
@@ -352,29 +337,7 @@ class InteractionHandle:
             InteractionNotFound: no workflow has this id.
             ScopeError: the root could not be queried (no worker answered in time).
         """
-        root = await self._query(self.id, timeout, required=True)
-        assert root is not None
-        processes: list[ProcessSnapshot] = []
-        frontier = [root]
-        while frontier:
-            process = frontier.pop(0)
-            processes.append(process)
-            for child_id in process.active_children:
-                child = await self._query(child_id, timeout, required=False)
-                if child is not None:  # a child that ended meanwhile has nothing to add
-                    frontier.append(child)
-            for task_id in process.background_tasks:
-                task = await self._task(task_id, timeout)
-                if task is not None:
-                    processes.append(task_process(task, process.definition))
-        return TreeSnapshot(root=root, processes=tuple(processes))
-
-    async def _task(self, task_id: str, timeout: timedelta | None) -> TaskSnapshot | None:
-        access = TemporalTaskAccess(self.scope.client, timeout=timeout or timedelta(seconds=10))
-        try:
-            return await access.snapshot(task_id)
-        except (RPCError, WorkflowQueryFailedError):
-            return None  # not reachable right now: the next snapshot shows it
+        return await tree.snapshot(self.scope.client, self.id, timeout)
 
     async def cancel_task(self, task_id: str, reason: str = "") -> TaskSnapshot:
         """Stop a background task of this tree (safe to repeat while it stops).
@@ -392,35 +355,6 @@ class InteractionHandle:
             raise errors.TaskNotFound(f"No background task {task_id!r}.")
         return found
 
-    async def _query(
-        self, process_id: str, timeout: timedelta | None, *, required: bool
-    ) -> ProcessSnapshot | None:
-        try:
-            result = await self._workflow(process_id).query(
-                names.SNAPSHOT_QUERY, result_type=ProcessSnapshot, rpc_timeout=timeout
-            )
-        except RPCError as error:
-            if not required:
-                return None
-            if error.status == RPCStatusCode.NOT_FOUND:
-                raise errors.InteractionNotFound(
-                    f"No Interaction {process_id!r} (check the id and the namespace)."
-                ) from error
-            raise errors.ScopeError(
-                f"Interaction {process_id!r} could not be queried: {error.message}. Is a "
-                "worker serving its task queue?",
-                code=errors.PROTOCOL_INVALID,
-            ) from error
-        except WorkflowQueryFailedError as error:
-            if not required:
-                return None
-            raise errors.ScopeError(
-                f"Interaction {process_id!r} could not answer: {error.message}",
-                code=errors.PROTOCOL_INVALID,
-            ) from error
-        assert isinstance(result, ProcessSnapshot)
-        return result
-
     async def live_text(self, process_id: str | None = None) -> LiveText | None:
         """The text the model call in flight of an Interaction has streamed so far.
 
@@ -431,21 +365,7 @@ class InteractionHandle:
         Args:
             process_id: the root (default) or a delegate Interaction of the tree.
         """
-        try:
-            description = await self._workflow(process_id).describe()
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
-                return None
-            raise
-        converter = self.scope.client.data_converter
-        for pending in description.raw_description.pending_activities:
-            details = pending.heartbeat_details.payloads
-            if pending.activity_type.name != names.MODEL_ACTIVITY or not details:
-                continue
-            [live] = await converter.decode(details[:1], [LiveText])
-            if isinstance(live, LiveText):
-                return live
-        return None
+        return await tree.live_text(self.scope.client, process_id or self.id)
 
     async def status(self) -> WorkflowExecutionStatus | None:
         return (await self._workflow().describe()).status

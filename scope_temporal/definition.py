@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
-from scope_temporal.background.task_tools import TASK_TOOL_NAMES, TASK_TOOLS
 from scope_temporal.chat import Options
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen, freeze_json
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.tools.spec import PERMISSIONS, ToolSpec, is_provider_tool_name
+from scope_temporal.tools.task_specs import TASK_TOOL_NAMES, TASK_TOOL_SPECS
 from scope_temporal.tools.validation import check_schema
 
 CompletionValidator = Callable[[CompletionCandidate], CompletionDecision]
@@ -166,7 +166,7 @@ def _with_task_tools(name: str, toolset: ToolSet) -> ToolSet:
     specs = toolset.tools + toolset.deferred
     if not any(spec.background is not None for spec in specs):
         return toolset
-    framework = [t.spec for t in TASK_TOOLS]
+    framework = TASK_TOOL_SPECS
     taken = sorted(s.name for s in specs if s.name in TASK_TOOL_NAMES and s not in framework)
     if taken:
         raise DefinitionError(
@@ -175,7 +175,7 @@ def _with_task_tools(name: str, toolset: ToolSet) -> ToolSet:
         )
     if all(spec in specs for spec in framework):  # a ToolSet taken from another Definition
         return toolset
-    return ToolSet(toolset.name, [*toolset.tools, *TASK_TOOLS], deferred=toolset.deferred)
+    return ToolSet(toolset.name, [*toolset.tools, *framework], deferred=toolset.deferred)
 
 
 def _check_schema(owner: str, schema: dict[str, Any]) -> None:

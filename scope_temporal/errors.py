@@ -213,3 +213,20 @@ class TaskEnded(ScopeError):
     """The background task has already ended; it cannot be cancelled or answered."""
 
     default_code = TASK_ENDED
+
+
+_REFUSALS: dict[str, type[ScopeError]] = {
+    SIGNAL_INVALID: InvalidSignal,
+    SIGNAL_CONFLICT: SignalConflict,
+    TOOL_ANSWER_INVALID: InvalidToolInput,
+    TOOL_WAIT_UNKNOWN: NoSuchWait,
+    SETTLEMENT_MISMATCH: SettlementMismatch,
+    DEFINITION_UNKNOWN: UnknownDefinition,
+    TASK_ENDED: TaskEnded,
+    PAYLOAD_TOO_LARGE: InvalidSignal,
+}
+
+
+def refusal(code: str, message: str) -> ScopeError:
+    """The typed error a host gets for an input a process refused with `code`."""
+    return _REFUSALS.get(code, ScopeError)(message, code=code)

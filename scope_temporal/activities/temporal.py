@@ -32,18 +32,18 @@ from scope_temporal.interaction.effects import ModelHostFailed, ModelResponded, 
 from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveTextBuffer
 from scope_temporal.observers import ObserverHub
-from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES, size_of, too_large
+from scope_temporal.payload_limits import size_of, too_large
 from scope_temporal.payloads import (
     ContextPage,
     ContextPageRequest,
     ModelActivityInput,
     ToolActivityInput,
 )
+from scope_temporal.registry import Registry
 from scope_temporal.tasks import TemporalTaskAccess
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.outcome import AttemptOutcome, Unknown
 from scope_temporal.tools.registry import ToolRegistry
-from scope_temporal.workflows import registry
 
 T = TypeVar("T")
 
@@ -119,26 +119,30 @@ class _LiveTextPublisher:
 
 
 class ScopeActivities:
-    """The activity implementations of one worker."""
+    """The activity implementations of one worker.
+
+    Args:
+        registry: the worker's Definitions (requests name theirs) and payload limit.
+    """
 
     def __init__(
         self,
         *,
+        registry: Registry,
         models: Mapping[str, Model],
         reducers: Mapping[str, ContextReducer],
         tools: ToolRegistry,
         middleware: Sequence[Middleware],
         observers: ObserverHub,
         background: BackgroundRuntime,
-        payload_limit: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
     ) -> None:
+        self.registry = registry
         self.background = background
         self.models = dict(models)
         self.reducers = dict(reducers)
         self.tools = tools
         self.middleware = tuple(middleware)
         self.observers = observers
-        self.payload_limit = payload_limit
         self.requests = ModelRequestBuilder()
 
     @staticmethod
@@ -155,7 +159,7 @@ class ScopeActivities:
         `model_input`); a prefix that cannot be obtained raises `ContextUnavailable`
         before the model is called, which the workflow records as unknown.
         """
-        definition = registry.lookup(activity.info().task_queue, input.definition)
+        definition = self.registry.lookup(input.definition)
         try:
             request = await self.requests.rebuild(input, definition, _fetch_prefix)
         except RequestMismatch as mismatch:
@@ -171,13 +175,13 @@ class ScopeActivities:
         finally:
             live.close()
         size = size_of(outcome)
-        if isinstance(outcome, ModelResponded) and size > self.payload_limit:
+        if isinstance(outcome, ModelResponded) and size > self.registry.payload_limit:
             return ModelUnknown(
                 effect_id=outcome.effect_id,
                 diagnostic=too_large(
                     f"The response of model {request.model!r} (#{request.model_call_seq})",
                     size,
-                    self.payload_limit,
+                    self.registry.payload_limit,
                     "It was not recorded; settle the effect by hand or lower max_tokens.",
                 ),
             )
@@ -195,7 +199,7 @@ class ScopeActivities:
         host may settle the call (see `payload_limits`).
         """
         request = input.attempt.request
-        definition = registry.lookup(activity.info().task_queue, request.definition)
+        definition = self.registry.lookup(request.definition)
         refused = unauthorised(request, definition, self.tools)
         if refused is not None:
             return refused
@@ -205,7 +209,7 @@ class ScopeActivities:
                 run_tool_attempt(input.attempt, self.tools, self.middleware, self.observers)
             )
         size = size_of(outcome)
-        if size <= self.payload_limit:
+        if size <= self.registry.payload_limit:
             return outcome
         # The body ran (its side effects happened) but its outcome cannot be recorded:
         # unknown, so the host settles it from the retained request; never re-run.
@@ -214,7 +218,7 @@ class ScopeActivities:
             diagnostic=too_large(
                 f"The {outcome.kind} outcome of tool {input.attempt.request.call.name!r}",
                 size,
-                self.payload_limit,
+                self.registry.payload_limit,
                 "The tool ran, but its outcome was not recorded; settle the effect by hand. "
                 "Have the tool return less (or store large output elsewhere and return a "
                 "reference), or give the worker storage= to offload large payloads.",

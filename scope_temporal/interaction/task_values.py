@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from scope_temporal.background.protocols import RunOutcome
 from scope_temporal.interaction.snapshot import (
     ProcessSnapshot,
     RejectedSignal,
@@ -16,7 +15,7 @@ from scope_temporal.interaction.snapshot import (
     TaskSnapshot,
     TaskStatus,
 )
-from scope_temporal.tools.outcome import ProgressSummary, TaskLaunch
+from scope_temporal.tools.outcome import ProgressSummary, RunOutcome, TaskLaunch
 
 Phase = Literal["ready", "running", "waiting_input", "completed", "failed", "canceled"]
 Verdict = Literal["accepted", "refused", "unapplied"]

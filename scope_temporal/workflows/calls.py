@@ -47,7 +47,7 @@ from scope_temporal.tools.outcome import (
     ToolOutcome,
     Unknown,
 )
-from scope_temporal.workflows import registry
+from scope_temporal.workflows import serving
 from scope_temporal.workflows.limits import refuse_oversized
 from scope_temporal.workflows.outcomes import child_failure, describe_activity_error
 from scope_temporal.workflows.summaries import call_summary
@@ -213,7 +213,7 @@ async def run_delegate(
     machine: InteractionMachine, effect: StartDelegate, track_status: bool, children: set[str]
 ) -> None:
     """Run one delegate as a child Interaction; a refused start is model-visible."""
-    if registry.lookup(workflow.info().task_queue, effect.definition) is None:
+    if serving.current().lookup(effect.definition) is None:
         machine.on_call(
             DelegateSettled(
                 effect_id=effect.effect_id,

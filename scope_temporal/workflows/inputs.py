@@ -27,7 +27,7 @@ from scope_temporal.errors import InvalidSignal
 from scope_temporal.ids import MAX_ID_CHARS
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.payload_limits import size_of, too_large
-from scope_temporal.workflows import registry
+from scope_temporal.workflows import serving
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -99,6 +99,6 @@ def check_steer_room(machine: InteractionMachine, payload: BaseModel) -> None:
 
 
 def _refuse_over_limit(what: str, size: int, advice: str) -> None:
-    limit = registry.payload_limit(workflow.info().task_queue)
+    limit = serving.current().payload_limit
     if size > limit:
         raise InvalidSignal(too_large(what, size, limit, advice), code=errors.PAYLOAD_TOO_LARGE)

@@ -37,7 +37,7 @@ from scope_temporal.payloads import (
     SteerInput,
     ToolInputAnswer,
 )
-from scope_temporal.workflows import inputs, registry
+from scope_temporal.workflows import inputs, serving
 from scope_temporal.workflows.calls import run_delegate, run_tool_call
 from scope_temporal.workflows.model_calls import ModelCaller
 from scope_temporal.workflows.outcomes import (
@@ -80,13 +80,13 @@ class InteractionWorkflow:
         self._children: set[str] = set()
         self._carry_checked_until = 0  # see _can_carry
         task_queue = workflow.info().task_queue
-        definition = registry.lookup(task_queue, input.definition)
+        served = serving.current()
+        definition = served.lookup(input.definition)
         if definition is None:
             self._startup_failure = Failure.of(
                 errors.DEFINITION_UNKNOWN,
                 f"No Definition {input.definition!r} is registered on task queue "
-                f"{task_queue!r} (known: {registry.names(task_queue)}). Register it on the "
-                "worker.",
+                f"{task_queue!r} (known: {served.names}). Register it on the worker.",
             )
             return
         try:
@@ -204,7 +204,7 @@ class InteractionWorkflow:
         if machine.model_calls_started < self._carry_checked_until:
             return False
         size = size_of(self._carried(machine, input))
-        limit = registry.payload_limit(workflow.info().task_queue)
+        limit = serving.current().payload_limit
         if size <= limit:
             return True
         self._carry_checked_until = machine.model_calls_started + _CARRY_RETRY_CALLS

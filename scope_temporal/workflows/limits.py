@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pydantic import BaseModel
-from temporalio import workflow
 
 from scope_temporal import errors
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.payload_limits import size_of, too_large
-from scope_temporal.workflows import registry
+from scope_temporal.workflows import serving
 
 
 def refuse_oversized(
@@ -19,7 +18,7 @@ def refuse_oversized(
     Returns:
         True if it was refused (the machine has failed); False if it may be sent.
     """
-    limit = registry.payload_limit(workflow.info().task_queue)
+    limit = serving.current().payload_limit
     size = size_of(payload)
     if size <= limit:
         return False
