@@ -17,32 +17,31 @@ from typing import TypeVar
 from temporalio import activity
 
 from scope_temporal import names
-from scope_temporal.activities.model_call import ContextReducer, ModelResult, call_model
+from scope_temporal.activities.model_call import ContextReducer, ModelResult, model_once
 from scope_temporal.activities.model_input import (
     ContextUnavailable,
     ModelRequestBuilder,
     RequestMismatch,
 )
-from scope_temporal.activities.tool_attempt import run_tool_attempt, unauthorised
-from scope_temporal.background.runtime import BackgroundRuntime, activate
+from scope_temporal.activities.tool_attempt import attempt_once
+from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.chat import Message
 from scope_temporal.context_refs import ContextRef
-from scope_temporal.errors import PAYLOAD_TOO_LARGE
-from scope_temporal.interaction.effects import ModelHostFailed, ModelResponded, ModelUnknown
+from scope_temporal.interaction.effects import ModelHostFailed
 from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveTextBuffer
 from scope_temporal.observers import ObserverHub
-from scope_temporal.payload_limits import size_of, too_large
 from scope_temporal.payloads import (
     ContextPage,
     ContextPageRequest,
     ModelActivityInput,
+    RunSettings,
     ToolActivityInput,
 )
 from scope_temporal.registry import Registry
 from scope_temporal.tasks import TemporalTaskAccess
 from scope_temporal.tools.middleware import Middleware
-from scope_temporal.tools.outcome import AttemptOutcome, Unknown
+from scope_temporal.tools.outcome import AttemptOutcome
 from scope_temporal.tools.registry import ToolRegistry
 
 T = TypeVar("T")
@@ -147,9 +146,10 @@ class ScopeActivities:
 
     @staticmethod
     @activity.defn(name=names.RECORD_DIGEST_ACTIVITY)
-    async def record_digest(digest: str) -> str:
-        """Echo the Definition digest so its first value is recorded in history."""
-        return digest
+    async def record_digest(settings: RunSettings) -> RunSettings:
+        """Echo a run's settings (the Definition's digest, the payload limit, the served
+        delegates) so their first values are recorded in history."""
+        return settings
 
     @activity.defn(name=names.MODEL_ACTIVITY)
     async def model(self, input: ModelActivityInput) -> ModelResult:
@@ -169,23 +169,17 @@ class ScopeActivities:
             LiveTextBuffer(request.process_id, request.model_call_seq), heartbeat
         )
         try:
-            outcome = await heartbeat.around(
-                call_model(request, self.models, self.reducers, self.observers, live.add)
+            return await model_once(
+                request,
+                models=self.models,
+                reducers=self.reducers,
+                observers=self.observers,
+                limit=self.registry.payload_limit,
+                on_delta=live.add,
+                around=heartbeat.around,
             )
         finally:
             live.close()
-        size = size_of(outcome)
-        if isinstance(outcome, ModelResponded) and size > self.registry.payload_limit:
-            return ModelUnknown(
-                effect_id=outcome.effect_id,
-                diagnostic=too_large(
-                    f"The response of model {request.model!r} (#{request.model_call_seq})",
-                    size,
-                    self.registry.payload_limit,
-                    "It was not recorded; settle the effect by hand or lower max_tokens.",
-                ),
-            )
-        return outcome
 
     @activity.defn(name=names.TOOL_ACTIVITY)
     async def tool(self, input: ToolActivityInput) -> AttemptOutcome:
@@ -198,31 +192,16 @@ class ScopeActivities:
         limit becomes `Unknown(interaction.payload.too_large)`: the body ran, so only the
         host may settle the call (see `payload_limits`).
         """
-        request = input.attempt.request
-        definition = self.registry.lookup(request.definition)
-        refused = unauthorised(request, definition, self.tools)
-        if refused is not None:
-            return refused
-        runtime = dataclasses.replace(self.background, tasks=TemporalTaskAccess(activity.client()))
-        with activate(runtime):
-            outcome = await _Heartbeat(input.heartbeat).around(
-                run_tool_attempt(input.attempt, self.tools, self.middleware, self.observers)
-            )
-        size = size_of(outcome)
-        if size <= self.registry.payload_limit:
-            return outcome
-        # The body ran (its side effects happened) but its outcome cannot be recorded:
-        # unknown, so the host settles it from the retained request; never re-run.
-        return Unknown(
-            code=PAYLOAD_TOO_LARGE,
-            diagnostic=too_large(
-                f"The {outcome.kind} outcome of tool {input.attempt.request.call.name!r}",
-                size,
-                self.registry.payload_limit,
-                "The tool ran, but its outcome was not recorded; settle the effect by hand. "
-                "Have the tool return less (or store large output elsewhere and return a "
-                "reference), or give the worker storage= to offload large payloads.",
+        return await attempt_once(
+            input.attempt,
+            registry=self.registry,
+            tools=self.tools,
+            middleware=self.middleware,
+            observers=self.observers,
+            runtime=dataclasses.replace(
+                self.background, tasks=TemporalTaskAccess(activity.client())
             ),
+            around=_Heartbeat(input.heartbeat).around,
         )
 
 

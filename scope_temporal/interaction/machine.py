@@ -34,7 +34,7 @@ closed (`interaction.state.invalid`) and it refuses further input.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from scope_temporal import errors
 from scope_temporal.chat import FinishReason, Message, Response
@@ -59,6 +59,7 @@ from scope_temporal.interaction.effects import (
 from scope_temporal.interaction.snapshot import (
     ProcessSnapshot,
     ResultEntry,
+    SignalKind,
     Status,
 )
 from scope_temporal.interaction.state import (
@@ -317,7 +318,7 @@ class InteractionMachine:
     def record_rejected(
         self,
         signal_id: str,
-        signal: Literal["steer", "tool_input", "resolve", "pause", "resume"],
+        signal: SignalKind,
         error: ScopeError,
     ) -> None:
         """Record a refused signal for the snapshot (the latest ones); nothing else changes."""

@@ -9,12 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Literal
 
 from scope_temporal.chat import Message
 from scope_temporal.errors import InvalidSignal, ScopeError
 from scope_temporal.ids import MAX_ID_CHARS
-from scope_temporal.interaction.snapshot import RejectedSignal
+from scope_temporal.interaction.snapshot import RejectedSignal, SignalKind
 
 KEPT_REJECTIONS = 100
 """Refused signals are recorded for the snapshot, the latest this many (each one bounded):
@@ -62,7 +61,7 @@ def _clip(text: str, limit: int) -> str:
 def record_rejection(
     rejected: list[RejectedSignal],
     signal_id: str,
-    signal: Literal["steer", "tool_input", "resolve", "pause", "resume"],
+    signal: SignalKind,
     error: ScopeError,
 ) -> None:
     """Append one refusal, clipped, keeping only the latest `KEPT_REJECTIONS`."""

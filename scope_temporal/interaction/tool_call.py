@@ -33,6 +33,7 @@ from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
     RejectedSignal,
+    SignalKind,
     Status,
     UnknownEffect,
 )
@@ -269,7 +270,7 @@ class ToolCallMachine:
     def record_rejected(
         self,
         signal_id: str,
-        signal: Literal["steer", "tool_input", "resolve", "pause", "resume"],
+        signal: SignalKind,
         error: ScopeError,
     ) -> None:
         """Record a refused signal for the snapshot (the latest ones); nothing else changes."""

@@ -12,16 +12,15 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from scope_temporal.background.attempts import run_attempt
-from scope_temporal.background.envelopes import launched
 from scope_temporal.background.materializer import MemoryMaterializer
 from scope_temporal.background.runtime import BackgroundRuntime, LiveRuns
 from scope_temporal.background.tool import BackgroundTool
-from scope_temporal.errors import InvalidToolInput, TaskEnded
+from scope_temporal.errors import InvalidToolInput, ScopeError, TaskEnded
 from scope_temporal.interaction.background_task import BackgroundTaskMachine
-from scope_temporal.interaction.effects import ToolEffectRequest
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
 from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
-from scope_temporal.tools.outcome import Backgrounded, ProgressSummary, Succeeded
+from scope_temporal.payloads import TaskInput, ToolInputAnswer
+from scope_temporal.tools.outcome import ProgressSummary
 from scope_temporal.tools.registry import ToolRegistry
 
 Spawn = Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
@@ -89,17 +88,25 @@ class LocalTasks:
         )
         self._tasks: dict[str, _Task] = {}
 
-    def launch(self, outcome: Backgrounded, request: ToolEffectRequest) -> Succeeded:
-        launch = outcome.launch
+    def start(self, input: TaskInput) -> None:
+        """Start a task as its call launched it."""
         task = _Task(
             self,
             BackgroundTaskMachine.start(
-                launch, ref=request.ref, parent_id=request.parent_id, definition=request.definition
+                input.launch, ref=input.ref, parent_id=input.parent_id, definition=input.definition
             ),
         )
-        self._tasks[launch.task_id] = task
+        self._tasks[input.launch.task_id] = task
         task.pump()
-        return launched(request.call, launch)
+
+    def answer_signal(self, task_id: str, input: ToolInputAnswer) -> None:
+        """An answer forwarded as a signal: taken, or recorded as rejected."""
+        task = self._tasks[task_id]
+        try:
+            task.machine.answer(input.wait_id, input.answer_id, input.response)
+        except ScopeError as error:
+            task.machine.record_rejected(input.answer_id, "tool_input", error)
+        task.pump()
 
     def processes(self) -> list[ProcessSnapshot]:
         return [t.machine.process_snapshot() for t in self._tasks.values()]

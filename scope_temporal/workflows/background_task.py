@@ -15,40 +15,24 @@ result is the final `TaskSnapshot` (a failed or cancelled task is data, not an e
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta  # deterministic: a value type, no clock
 
-from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, TimeoutError
 
 from scope_temporal import errors, names
+from scope_temporal.driver.transport import AttemptRun
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.background_task import BackgroundTaskMachine
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
 from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.payloads import (
-    HeartbeatState,
     TaskAttemptInput,
     TaskCancelInput,
     TaskInput,
     TaskReport,
     ToolInputAnswer,
 )
-from scope_temporal.workflows.outcomes import describe_activity_error, update_rejection
-
-_ADOPT_PICKUP = timedelta(seconds=10)
-"""How long an adoption may wait for the worker holding the live run to pick it up."""
-
-
-def _retry(max_attempts: int) -> RetryPolicy:
-    """Temporal may repeat an attempt only for recoverable tools (`max_attempts > 1`)."""
-    return RetryPolicy(
-        maximum_attempts=max_attempts,
-        initial_interval=timedelta(seconds=1),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=10),
-    )
+from scope_temporal.workflows.outcomes import update_rejection
+from scope_temporal.workflows.temporal import TemporalTransport
 
 
 # ScopeError: deterministic framework errors fail the workflow with their code.
@@ -62,7 +46,7 @@ class BackgroundTaskWorkflow:
         self._machine = BackgroundTaskMachine.start(
             input.launch, ref=input.ref, parent_id=input.parent_id, definition=input.definition
         )
-        self._attempt: workflow.ActivityHandle[AttemptReport] | None = None
+        self._attempt: AttemptRun | None = None
         self._stop_sent = False
 
     @workflow.run
@@ -83,7 +67,7 @@ class BackgroundTaskWorkflow:
                 attempt = self._attempt
                 if attempt is not None:
                     attempt.cancel()
-                    machine.on_report(await self._report_of(attempt))
+                    machine.on_report(await attempt.report())
         self._show()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return machine.snapshot()
@@ -91,41 +75,17 @@ class BackgroundTaskWorkflow:
     async def _run_attempt(self, plan: AttemptPlan, input: TaskInput) -> AttemptReport:
         settings = input.launch.settings
         self._stop_sent = False
-        self._attempt = workflow.start_activity(
-            names.TASK_ATTEMPT_ACTIVITY,
+        self._attempt = attempt = TemporalTransport().start_attempt(
             TaskAttemptInput(plan=plan, heartbeat=settings.heartbeat_timeout),
-            result_type=AttemptReport,
-            task_queue=plan.queue,
-            start_to_close_timeout=settings.task_timeout,
-            schedule_to_start_timeout=_ADOPT_PICKUP if plan.mode == "adopt" else None,
-            heartbeat_timeout=settings.heartbeat_timeout,
-            retry_policy=_retry(plan.max_attempts),
-            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            start_to_close=settings.task_timeout,
             summary=f"{plan.mode} {plan.tool} (attempt {plan.attempt})",
         )
         if self._machine.stopping:  # cancelled while this attempt was being planned
             self._stop()
         try:
-            return await self._report_of(self._attempt)
+            return await attempt.report()
         finally:
             self._attempt = None
-
-    async def _report_of(self, attempt: workflow.ActivityHandle[AttemptReport]) -> AttemptReport:
-        """The attempt's report; an attempt without one is lost (with its last checkpoint)."""
-        try:
-            return await attempt
-        except ActivityError as error:
-            checkpoint = None
-            cause = error.cause
-            if isinstance(cause, TimeoutError) and cause.last_heartbeat_details:
-                try:
-                    beat = HeartbeatState.model_validate(cause.last_heartbeat_details[0])
-                except ValidationError:  # not ours: recover from the last known checkpoint
-                    beat = HeartbeatState()
-                checkpoint = beat.checkpoint
-            return AttemptReport(
-                attempt=0, lost=describe_activity_error(error), checkpoint=checkpoint
-            )
 
     def _stop(self) -> None:
         if self._attempt is not None and not self._stop_sent:

@@ -7,6 +7,7 @@ Layers, bottom first (a module may import its own layer and the ones below):
     definition  Definitions, and the Registry of what a worker serves
     core        interaction/: the pure state machines (never call out)
     protocol    the payloads crossing Temporal, host settlements, task-tool envelopes
+    driver      driver/: the one driver of each machine, for any engine (no Temporal)
     sides       workflows/ (deterministic) and the activity side: activities/, the
                 background tools' runtime, task access (never import each other)
     shell       worker, client, testing/: what assembles the sides
@@ -30,7 +31,6 @@ MAX_LINES = 400
 OVER_THE_CAP: dict[str, str] = {
     # modules still over MAX_LINES, each with the change that brings it under
     "scope_temporal/interaction/machine.py": "the transition table (one machine style)",
-    "scope_temporal/workflows/interaction.py": "the one driver (scope_temporal/driver)",
 }
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -62,6 +62,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("definition", ("definition", "registry")),
     ("core", ("interaction",)),
     ("protocol", ("payloads", "settle", "background.envelopes")),
+    ("driver", ("driver",)),
     ("sides", ("workflows", "activities", "background", "tasks")),
     ("shell", ("worker", "client", "tree", "converter", "storage", "testing")),
     ("cli", ("cli",)),

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import scope_temporal
+import scope_temporal.driver
 import scope_temporal.interaction
 from scope_temporal.errors import CODE_KINDS
 
@@ -61,6 +62,25 @@ def test_core_interaction_modules_import_no_clock_io_randomness_or_temporal() ->
         assert module.__file__ is not None
         tree = ast.parse(Path(module.__file__).read_text(), filename=module.__file__)
         bad = imported_modules(tree) & FORBIDDEN
+        if bad:
+            offenders[name] = bad
+    assert offenders == {}
+
+
+def test_the_drivers_are_engine_agnostic() -> None:
+    # the drivers run inside Temporal workflows and in LocalRunner alike: asyncio, but
+    # no Temporal, no clock, no randomness, no I/O of their own
+    names = sorted(
+        info.name
+        for info in pkgutil.iter_modules(scope_temporal.driver.__path__, "scope_temporal.driver.")
+    )
+    assert "scope_temporal.driver.interaction" in names
+    offenders: dict[str, set[str]] = {}
+    for name in names:
+        module = importlib.import_module(name)
+        assert module.__file__ is not None
+        tree = ast.parse(Path(module.__file__).read_text(), filename=module.__file__)
+        bad = imported_modules(tree) & (FORBIDDEN - {"asyncio"})
         if bad:
             offenders[name] = bad
     assert offenders == {}

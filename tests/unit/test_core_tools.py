@@ -542,7 +542,10 @@ async def test_c19_c20_unknown_tool_effect_holds_the_round_until_the_host_resolv
         ran.append("charge")
         raise raiser(kind)
 
-    definition = Definition("unk", tools=[ok, charge], max_concurrent_tool_calls=3)
+    # every call a Tool call process (the card's mapping): the siblings' ones complete
+    definition = Definition(
+        "unk", tools=[ok, charge], max_concurrent_tool_calls=3, tool_call_workflows="always"
+    )
     runner = runner_with(
         definition,
         [ok, charge],

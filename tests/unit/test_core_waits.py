@@ -281,7 +281,9 @@ async def test_c30_a_sibling_completes_while_another_waits() -> None:
         sibling_runs.append(x)
         return f"sibling {x}"
 
-    definition = Definition("pair", tools=[ask, sibling], max_concurrent_tool_calls=2)
+    definition = Definition(
+        "pair", tools=[ask, sibling], max_concurrent_tool_calls=2, tool_call_workflows="always"
+    )
     runner = runner_for(
         definition,
         [ask, sibling],
