@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import assert_never
 
 from scope_temporal import errors
 from scope_temporal.background.envelopes import launched
@@ -39,7 +40,7 @@ from scope_temporal.interaction.effects import (
 )
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.tool_call import ToolAttempt, ToolCallMachine
-from scope_temporal.outputs import Failure
+from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
     InteractionInput,
     TaskInput,
@@ -175,19 +176,23 @@ async def run_tool_call(
         children.discard(request.process_id)
     if machine.done:
         return
-    if isinstance(settled, Refused):
-        machine.fail(
-            errors.TOOL_CHILD_REJECTED,
-            f"ToolCall child {request.process_id!r} could not start: {settled.reason}",
-        )
-    elif isinstance(settled, Ended):
-        failure = settled.failure(errors.HOST_FAILED)
-        machine.fail(
-            failure.code,
-            f"ToolCall child {request.process_id!r} ended without a settlement: {failure.message}",
-        )
-    else:
-        machine.on_call(settled)
+    match settled:
+        case CallSettled():
+            machine.on_call(settled)
+        case Refused():
+            machine.fail(
+                errors.TOOL_CHILD_REJECTED,
+                f"ToolCall child {request.process_id!r} could not start: {settled.reason}",
+            )
+        case Ended():
+            failure = settled.failure(errors.HOST_FAILED)
+            machine.fail(
+                failure.code,
+                f"ToolCall child {request.process_id!r} ended without a settlement: "
+                f"{failure.message}",
+            )
+        case _:
+            assert_never(settled)
 
 
 async def run_delegate(
@@ -230,14 +235,19 @@ async def run_delegate(
         )
     finally:
         children.discard(effect.process_id)
-    if isinstance(ended, Refused):  # a refused start is model-visible, not a failure
-        failure = Failure.of(errors.DELEGATE_REJECTED, f"the child could not start: {ended.reason}")
-        settled = DelegateSettled(effect_id=effect.effect_id, failure=failure)
-    elif isinstance(ended, Ended):
-        failure = ended.failure(errors.DELEGATE_FAILED)
-        settled = DelegateSettled(effect_id=effect.effect_id, failure=failure)
-    else:
-        settled = DelegateSettled(effect_id=effect.effect_id, output=ended)
+    match ended:
+        case Output():
+            settled = DelegateSettled(effect_id=effect.effect_id, output=ended)
+        case Refused():  # a refused start is model-visible, not a failure
+            failure = Failure.of(
+                errors.DELEGATE_REJECTED, f"the child could not start: {ended.reason}"
+            )
+            settled = DelegateSettled(effect_id=effect.effect_id, failure=failure)
+        case Ended():
+            failure = ended.failure(errors.DELEGATE_FAILED)
+            settled = DelegateSettled(effect_id=effect.effect_id, failure=failure)
+        case _:
+            assert_never(ended)
     if not machine.done:
         machine.on_call(settled)
 

@@ -9,6 +9,7 @@ Its result is exactly one definite settlement, or the failure that ended it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from scope_temporal import errors
 from scope_temporal.driver.calls import attempt_tool
@@ -18,6 +19,7 @@ from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import CallSettled, ToolSettlement
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
 from scope_temporal.interaction.tool_call import ToolCallMachine
+from scope_temporal.outputs import Failure
 from scope_temporal.payloads import ResolveInput, ToolCallInput, ToolInputAnswer
 
 
@@ -44,24 +46,26 @@ class ToolCallDriver:
         self._transport = transport
         self._limit = input.payload_limit if input.payload_limit is not None else limit
 
-    async def run(self) -> CallSettled:
-        """Run attempts until the call is settled.
+    async def run(self) -> CallSettled | Failure:
+        """Run attempts until the call is settled: its settlement, or the failure of a
+        machine that failed closed.
 
         Raises:
             asyncio.CancelledError: the call was cancelled (its parent was); it ends
                 canceled and nobody collects its outcome.
         """
         machine, transport, input = self.machine, self._transport, self._input
+
+        def ended() -> bool:
+            return machine.outcome is not None or machine.failure is not None
+
         try:
-            while machine.outcome is None:
+            while not ended():
                 attempt = machine.next_attempt()
                 self._show()
                 if attempt is None:
                     await transport.wait_until(
-                        lambda: (
-                            machine.outcome is not None
-                            or (machine.phase == "ready" and not machine.paused)
-                        )
+                        lambda: ended() or (machine.phase == "ready" and not machine.paused)
                     )
                     continue
                 outcome = await attempt_tool(
@@ -70,12 +74,15 @@ class ToolCallDriver:
                     start_to_close=input.start_to_close,
                     heartbeat=input.heartbeat,
                 )
-                machine.on_outcome(outcome)
+                with contextlib.suppress(ScopeError):  # a crash: the machine has failed closed
+                    machine.on_outcome(outcome)
                 transport.changed()
         except asyncio.CancelledError:
             machine.cancel()
             raise
         self._show()
+        if machine.outcome is None:
+            return machine.failure or Failure.of(errors.STATE_INVALID, "no settlement")
         return CallSettled(effect_id=input.request.effect_id, outcome=machine.outcome)
 
     def _show(self) -> None:

@@ -1,6 +1,6 @@
 """Pure rule helpers of the loop: response admission, the manifest, completion judging.
 
-Each function reads the Definition and (part of) the state and never keeps anything;
+Each function reads the Definition and (part of) the state and changes nothing;
 `machine.py` decides when they apply.
 """
 
@@ -12,21 +12,39 @@ from typing import Any
 from scope_temporal import errors
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.definition import Definition
+from scope_temporal.errors import SettlementMismatch
 from scope_temporal.ids import tool_call_ref
+from scope_temporal.interaction.effects import ModelSettlement
 from scope_temporal.interaction.snapshot import ResultEntry
 from scope_temporal.interaction.state import CallSlot, InteractionState
 from scope_temporal.models.protocol import ToolDefinition
-from scope_temporal.outputs import CompletionCandidate, Failure
+from scope_temporal.outputs import CompletionCandidate
 from scope_temporal.tools.spec import ToolSpec
 from scope_temporal.tools.validation import validate_value
 
 
-def fail(s: InteractionState, code: str, message: str) -> None:
-    """Move the state to `failed` with a classified failure."""
-    s.phase = "failed"
-    s.round = None
-    s.model = None
-    s.failure = Failure.of(code, message)
+def check_resolution(s: InteractionState, settlement: ModelSettlement) -> None:
+    """Raise SettlementMismatch unless `settlement` settles the held unknown model Effect."""
+    if s.model is None or not s.model.unknown:
+        raise SettlementMismatch(
+            f"Interaction {s.process_id!r} holds no unknown model effect to settle."
+        )
+    if settlement.request != s.model.request:
+        raise SettlementMismatch(
+            f"The settlement was built from another request (effect "
+            f"{settlement.request.effect_id!r}, definition {settlement.request.definition!r}); "
+            f"the unknown effect is {s.model.request.effect_id!r}. Build it with "
+            "settle_model_result(unknown.request, ...)."
+        )
+    # what settle_model_result guarantees, checked again: a raw signal skips it
+    if not settlement.messages_sent:
+        raise SettlementMismatch("messages_sent must list the messages the model call sent.")
+    problem = response_problem(settlement.response.message)
+    if problem is not None:
+        raise SettlementMismatch(
+            f"The settlement's response cannot be admitted: {problem} Settle with the "
+            "response the model gave, or cancel the Interaction."
+        )
 
 
 def response_problem(message: Message) -> str | None:

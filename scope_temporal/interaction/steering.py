@@ -11,9 +11,10 @@ import json
 from collections.abc import Sequence
 
 from scope_temporal.chat import Message
-from scope_temporal.errors import InvalidSignal, ScopeError
+from scope_temporal.errors import InvalidSignal, ScopeError, SignalConflict
 from scope_temporal.ids import MAX_ID_CHARS
 from scope_temporal.interaction.snapshot import RejectedSignal, SignalKind
+from scope_temporal.interaction.state import InteractionState
 
 KEPT_REJECTIONS = 100
 """Refused signals are recorded for the snapshot, the latest this many (each one bounded):
@@ -44,6 +45,29 @@ def check_steer_messages(signal_id: str, messages: Sequence[Message]) -> None:
             f"Steer {signal_id!r} carries {roles} messages; steers may only carry user "
             "messages (Message.user(...))."
         )
+
+
+def check_steer(
+    s: InteractionState, signal_id: str, messages: Sequence[Message], *, ended: bool
+) -> bool:
+    """Validate a steer against the state; True if new, False if an exact duplicate.
+
+    Raises:
+        InvalidSignal: not user messages, empty, or the Interaction has `ended`.
+        SignalConflict: the id was used before with different content.
+    """
+    check_steer_messages(signal_id, messages)
+    known = s.signal_digests.get(signal_id)
+    if known is not None:
+        if known != steer_digest(messages):
+            raise SignalConflict(
+                f"Steer id {signal_id!r} was already used with different content; "
+                "use a new id for a new message."
+            )
+        return False
+    if ended:
+        raise InvalidSignal(f"Interaction {s.process_id!r} has ended.")
+    return True
 
 
 def check_id_length(what: str, signal_id: str) -> None:

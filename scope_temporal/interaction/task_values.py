@@ -94,6 +94,24 @@ class TaskState(_State):
     rejected_signals: list[RejectedSignal] = []
 
 
+def lost_reason(launch: TaskLaunch, plan: AttemptPlan, report: AttemptReport) -> str:
+    """Why a task fails when an attempt ended without an outcome (for the model and host)."""
+    why = report.lost or "no outcome"
+    if plan.mode == "adopt":
+        return (
+            f"the worker holding the live run was lost before the background took it over "
+            f"({why}); {launch.tool} cannot be recovered, so the run's outcome is "
+            "unknown. Nothing was run again."
+        )
+    if launch.settings.recoverable:
+        return f"every background attempt ({plan.max_attempts}) ended without an outcome: {why}"
+    return (
+        f"the background attempt ended without an outcome ({why}); {launch.tool} "
+        "cannot be recovered, so whether the operation finished is unknown. Nothing was "
+        "run again."
+    )
+
+
 _STATUS: dict[TaskStatus, Status] = {
     "running": "running",
     "waiting_input": "waiting",
@@ -125,5 +143,6 @@ __all__ = [
     "TaskQuestion",
     "TaskState",
     "Verdict",
+    "lost_reason",
     "task_process",
 ]

@@ -90,12 +90,12 @@ class LocalEngine:
         self.processes: dict[str, Process] = {}
         self.live: dict[str, LiveText] = {}  # streamed text of model calls in flight
         self.transport = LocalTransport(self)
-        self.tasks = LocalTasks(runner.tools, self.spawn)
+        self.tasks = LocalTasks(runner.tools, self.spawn, self.transport)
         self.idle = asyncio.Event()
         self.idle.set()
         self._running: set[asyncio.Task[Any]] = set()
         self._busy = 0
-        self._waiting: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
+        self._waiting: list[tuple[Callable[[], bool], asyncio.Future[None], bool]] = []
 
     # --- scheduling ------------------------------------------------------------------
 
@@ -115,9 +115,9 @@ class LocalEngine:
     async def wait_until(self, ready: Callable[[], bool]) -> None:
         if ready():
             return
-        parked = asyncio.current_task() in self._running
+        parked = asyncio.current_task() in self._running  # else: the host's own wait
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (ready, waiter)
+        entry = (ready, waiter, parked)
         self._waiting.append(entry)
         if parked:
             self._less()
@@ -131,10 +131,11 @@ class LocalEngine:
 
     def changed(self) -> None:
         for entry in list(self._waiting):
-            ready, waiter = entry
+            ready, waiter, parked = entry
             if not waiter.done() and ready():
                 self._waiting.remove(entry)
-                self._more()  # the waiter runs again (it was counted out when it parked)
+                if parked:
+                    self._more()  # the task runs again (it was counted out when it parked)
                 waiter.set_result(None)
 
     def running(self) -> set[asyncio.Task[Any]]:
@@ -272,7 +273,8 @@ class LocalTransport:
         engine = self._engine
         child = ToolCallDriver(input, self, limit=engine.runner.registry.payload_limit)
         engine.processes[input.request.process_id] = child
-        return await child.run()
+        settled = await child.run()
+        return Ended(settled.message, settled.code) if isinstance(settled, Failure) else settled
 
     async def run_delegate(
         self, input: InteractionInput, *, process_id: str, summary: str

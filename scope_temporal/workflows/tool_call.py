@@ -15,9 +15,10 @@ from scope_temporal.driver.tool_call import ToolCallDriver
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import CallSettled
 from scope_temporal.interaction.snapshot import ProcessSnapshot
+from scope_temporal.outputs import Failure
 from scope_temporal.payloads import ControlInput, ResolveInput, ToolCallInput, ToolInputAnswer
 from scope_temporal.workflows import inputs, serving
-from scope_temporal.workflows.outcomes import update_rejection
+from scope_temporal.workflows.outcomes import failure_error, update_rejection
 from scope_temporal.workflows.temporal import TemporalTransport
 
 
@@ -43,7 +44,10 @@ class ToolCallWorkflow:
     async def run(self, input: ToolCallInput) -> CallSettled:
         # a cancellation of this Process (its parent was cancelled) ends it canceled;
         # the cancelled parent never collects this outcome
-        return await self._driver.run()
+        settled = await self._driver.run()
+        if isinstance(settled, Failure):  # its core failed closed: fail with the code
+            raise failure_error(settled)
+        return settled
 
     # --- signals and updates ---------------------------------------------------------
 
