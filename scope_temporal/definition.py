@@ -25,6 +25,7 @@ from scope_temporal.tools.task_specs import TASK_TOOL_NAMES, TASK_TOOL_SPECS
 from scope_temporal.tools.validation import check_schema
 
 CompletionValidator = Callable[[CompletionCandidate], CompletionDecision]
+"""Judges a completion candidate; runs in workflow code, so pure and plain (not async)."""
 
 ToolCallWorkflows = Literal["on_demand", "always"]
 """How tool calls map onto Temporal; the guarantees are the same (the whole conformance
@@ -203,6 +204,12 @@ def _capabilities(values: Iterable[str], owner: str) -> frozenset[str]:
 
 class Definition(Frozen):
     """The immutable description of an Interaction. See API.md for every argument.
+
+    `completion_validator` runs in workflow code, on every replay: it must be pure (a
+    deterministic function of the candidate: no clock, randomness, I/O or global state)
+    and a plain function returning a `CompletionDecision` (accept, or reject with
+    feedback for the model). One that raises, is async or returns anything else fails
+    the Interaction as a host failure (`interaction.host.failed`) naming it.
 
     Timeouts bound how long an outcome may stay unproven before it becomes an unknown
     Effect (never retried): `model_timeout` / `tool_timeout` (a tool's own `timeout`

@@ -6,6 +6,7 @@ Each function reads the Definition and (part of) the state and changes nothing;
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -18,7 +19,7 @@ from scope_temporal.interaction.effects import ModelSettlement
 from scope_temporal.interaction.snapshot import ResultEntry
 from scope_temporal.interaction.state import CallSlot, InteractionState
 from scope_temporal.models.protocol import ToolDefinition
-from scope_temporal.outputs import CompletionCandidate
+from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.tools.spec import ToolSpec
 from scope_temporal.tools.validation import validate_value
 
@@ -135,7 +136,8 @@ def judge(definition: Definition, candidate: CompletionCandidate) -> tuple[str |
         the output parsed against the Definition's output schema (None without one).
 
     Raises:
-        ScopeError: `interaction.host.failed` when the validator itself raises.
+        ScopeError: `interaction.host.failed`, naming the validator, when it raises, is
+            async, or returns anything but a `CompletionDecision`.
     """
     data: Any = None
     if definition.output_schema is not None:
@@ -153,11 +155,27 @@ def judge(definition: Definition, candidate: CompletionCandidate) -> tuple[str |
     validator = definition.completion_validator
     if validator is None:
         return None, data
+    named = f"The completion validator {_name_of(validator)} of {definition.name!r}"
     try:
-        decision = validator(candidate)
+        decision: object = validator(candidate)
     except Exception as exc:
+        raise errors.ScopeError(f"{named} raised {exc!r}.", code=errors.HOST_FAILED) from exc
+    if inspect.isawaitable(decision):
+        if inspect.iscoroutine(decision):
+            decision.close()  # never run: nothing may be awaited in workflow code
         raise errors.ScopeError(
-            f"The completion validator of {definition.name!r} raised {exc!r}.",
+            f"{named} is async; it runs in workflow code, so it must be a plain (and pure) "
+            "function returning a CompletionDecision.",
             code=errors.HOST_FAILED,
-        ) from exc
+        )
+    if not isinstance(decision, CompletionDecision):
+        raise errors.ScopeError(
+            f"{named} returned {decision!r}, not a CompletionDecision; return "
+            "CompletionDecision.accept() or CompletionDecision.reject(feedback).",
+            code=errors.HOST_FAILED,
+        )
     return (None, data) if decision.accepted else (decision.feedback or "Rejected.", None)
+
+
+def _name_of(function: object) -> str:
+    return str(getattr(function, "__qualname__", None) or repr(function))
