@@ -7,8 +7,11 @@
 Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
 
 - overhead: workload W (bench/workload.py: 20 model turns, 3 instant read tools per
-  turn but the last) as a scope-temporal Interaction in each tool-call mapping and as a
-  minimal hand-written workflow running the same activities; median wall time of N runs
+  turn but the last) as a scope-temporal Interaction in each tool-call mapping, as a
+  minimal hand-written workflow running the same activities ("flat"), and as a
+  hand-written workflow starting one child workflow per tool call ("naive_child", the
+  card's shape with no framework; `overhead_vs_naive_child_always` compares `always` to
+  it); median wall time of N runs
   after a warm-up, the variants interleaved; plus CPU per run (this Python process: client,
   workers; and the dev server), workflow tasks and history bytes per turn (the root and
   any ToolCall workflows), and this process's CPU per workflow task.
@@ -48,7 +51,7 @@ from temporalio.worker import Worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package
 
-from bench import workload
+from bench import baselines, workload
 from scope_temporal import (
     Definition,
     ModelRequest,
@@ -136,8 +139,12 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
         Worker(
             client,
             task_queue=flat_queue,
-            workflows=[workload.FlatWorkflow],
-            activities=[workload.flat_model, workload.flat_tool],
+            workflows=[
+                baselines.FlatWorkflow,
+                baselines.NaiveChildWorkflow,
+                baselines.NaiveToolWorkflow,
+            ],
+            activities=[baselines.flat_model, baselines.flat_tool],
         ),
         ScopeWorker(
             client,
@@ -153,9 +160,19 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
         async def flat() -> None:
             workflow_id = f"flat-{uuid.uuid4().hex}"  # deterministic: client side
             await client.execute_workflow(
-                workload.FlatWorkflow.run, workload.TURNS, id=workflow_id, task_queue=flat_queue
+                baselines.FlatWorkflow.run, workload.TURNS, id=workflow_id, task_queue=flat_queue
             )
             last_ids["flat"] = workflow_id
+
+        async def naive_child() -> None:
+            workflow_id = f"naive-{uuid.uuid4().hex}"  # deterministic: client side
+            await client.execute_workflow(
+                baselines.NaiveChildWorkflow.run,
+                workload.TURNS,
+                id=workflow_id,
+                task_queue=flat_queue,
+            )
+            last_ids["naive_child"] = workflow_id
 
         def interaction(mode: str) -> Callable[[], Awaitable[None]]:
             async def one() -> None:
@@ -166,7 +183,10 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
 
             return one
 
-        variants: dict[str, Callable[[], Awaitable[None]]] = {"flat": flat}
+        variants: dict[str, Callable[[], Awaitable[None]]] = {
+            "flat": flat,
+            "naive_child": naive_child,
+        }
         variants.update({mode: interaction(mode) for mode in MODES})
         for one in variants.values():
             await one()  # warm up
@@ -188,13 +208,16 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
             figure(f"overhead_server_cpu_ms_{name}", statistics.median(servers[name]) * 1000)
             if name != "flat":
                 figure(f"overhead_ratio_{name}", wall / base)
+        naive = statistics.median(walls["naive_child"])
+        figure("overhead_vs_naive_child_always", statistics.median(walls["always"]) / naive)
         turns = workload.TURNS
         for name, workflow_id in last_ids.items():
             events = await root_events(client, workflow_id)
             children = [
                 e.id
                 async for e in client.list_workflows(
-                    f"WorkflowType = 'scope.ToolCall' AND RootWorkflowId = '{workflow_id}'"
+                    f"WorkflowType IN ('scope.ToolCall', 'naive.Tool') "
+                    f"AND RootWorkflowId = '{workflow_id}'"
                 )
             ]
             for child in children:

@@ -1,24 +1,15 @@
-"""Workload W for the benchmarks: the same agent as a scope-temporal Interaction and as a
-minimal hand-written Temporal workflow (the flat baseline).
+"""Workload W for the benchmarks, as a scope-temporal Interaction.
 
 W: TURNS model calls; every turn but the last asks for TOOLS_PER_TURN instant read tools;
-the model is scripted and instant. The flat baseline runs the same model and tool
-functions as plain activities (the tools of a turn in parallel), never retried.
+the model is scripted and instant. The baselines doing the same work without the
+framework are in `bench/baselines.py`.
 """
 
 from __future__ import annotations
 
-import asyncio
-from datetime import timedelta  # deterministic: a value type, no clock
-
-from temporalio import activity, workflow
-from temporalio.common import RetryPolicy
-
+from bench.baselines import TOOLS_PER_TURN, TURNS
 from scope_temporal import Definition, ModelRequest, Response, reply, tool
 from scope_temporal.definition import ToolCallWorkflows
-
-TURNS = 20
-TOOLS_PER_TURN = 3
 
 
 @tool(permission="read")
@@ -47,40 +38,4 @@ def definition(mode: ToolCallWorkflows) -> Definition:
     )
 
 
-@activity.defn(name="flat.model")
-async def flat_model(turn: int) -> str:
-    return "tools" if turn < TURNS - 1 else "final"
-
-
-@activity.defn(name="flat.tool")
-async def flat_tool(n: int) -> str:
-    return lookup.fn(n)
-
-
-@workflow.defn(name="flat.W")
-class FlatWorkflow:
-    """What you would write without a framework: the same activities, in a loop."""
-
-    @workflow.run
-    async def run(self, turns: int) -> str:
-        once = RetryPolicy(maximum_attempts=1)
-        timeout = timedelta(seconds=30)
-        turn = 0
-        while True:
-            decision = await workflow.execute_activity(
-                flat_model, turn, start_to_close_timeout=timeout, retry_policy=once
-            )
-            if decision == "final":
-                return f"done after {turn} tool turns"
-            await asyncio.gather(
-                *(
-                    workflow.execute_activity(
-                        flat_tool,
-                        turn * TOOLS_PER_TURN + i,
-                        start_to_close_timeout=timeout,
-                        retry_policy=once,
-                    )
-                    for i in range(TOOLS_PER_TURN)
-                )
-            )
-            turn += 1
+__all__ = ["TOOLS_PER_TURN", "TURNS", "definition", "lookup", "plan"]

@@ -34,6 +34,7 @@ from scope_temporal.client import InteractionHandle, ScopeClient
 from scope_temporal.converter import scope_data_converter
 from scope_temporal.definition import Definition, Delegate, ToolSet
 from scope_temporal.errors import (
+    ArtifactDecodeError,
     ConfigurationError,
     DefinitionError,
     InteractionAlreadyStarted,
@@ -52,6 +53,7 @@ from scope_temporal.errors import (
     TaskNotFound,
     UnknownDefinition,
 )
+from scope_temporal.ids import ToolCallRef
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
     PendingToolInput,
@@ -62,7 +64,21 @@ from scope_temporal.interaction.snapshot import (
     TreeSnapshot,
     UnknownEffect,
 )
-from scope_temporal.models import Model, ModelRequest, ScriptedModel, ToolDefinition, reply
+from scope_temporal.models import (
+    Model,
+    ModelContextOverflow,
+    ModelNotCalled,
+    ModelRejected,
+    ModelRequest,
+    ModelUnavailable,
+    NotCalled,
+    NotProven,
+    ScriptedModel,
+    ToolDefinition,
+    classify_model_error,
+    reply,
+    retry_after_from_headers,
+)
 from scope_temporal.models.streaming import LiveText, stream_delta
 from scope_temporal.outputs import Artifact, CompletionCandidate, CompletionDecision, Output
 from scope_temporal.settle import settle_model_result, settle_tool_result
@@ -101,6 +117,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "ActiveDelegate",
     "Artifact",
+    "ArtifactDecodeError",
     "BackgroundOperation",
     "BackgroundTool",
     "CompletionCandidate",
@@ -126,8 +143,14 @@ __all__ = [
     "Message",
     "Middleware",
     "Model",
+    "ModelContextOverflow",
+    "ModelNotCalled",
+    "ModelRejected",
     "ModelRequest",
+    "ModelUnavailable",
     "NoSuchWait",
+    "NotCalled",
+    "NotProven",
     "OpenAIChatModel",
     "Options",
     "Output",
@@ -157,6 +180,7 @@ __all__ = [
     "TaskSnapshot",
     "Tool",
     "ToolCall",
+    "ToolCallRef",
     "ToolDefinition",
     "ToolFailure",
     "ToolInvocation",
@@ -171,10 +195,12 @@ __all__ = [
     "advertise_tools",
     "background_tool",
     "chain",
+    "classify_model_error",
     "current_tool_call",
     "inner",
     "reply",
     "require_tool_input",
+    "retry_after_from_headers",
     "scope_data_converter",
     "settle_model_result",
     "settle_tool_result",

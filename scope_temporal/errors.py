@@ -13,6 +13,10 @@ FailureKind = Literal["contract", "external", "host", "canceled", "quota"]
 # Interaction
 MODEL_INVALID_RESPONSE = "interaction.model.invalid_response"
 MODEL_TOOL_CALLS_NOT_COMPLETED = "interaction.model.tool_calls_not_completed"
+# The model provably did not run the request (see scope_temporal.models.not_called).
+MODEL_REJECTED = "interaction.model.rejected"
+MODEL_CONTEXT_OVERFLOW = "interaction.model.context_overflow"
+MODEL_UNAVAILABLE = "interaction.model.unavailable"
 LIMIT_MODEL_CALLS = "interaction.limit.model_calls"
 HOST_FAILED = "interaction.host.failed"
 SIGNAL_INVALID = "interaction.signal.invalid"
@@ -32,6 +36,7 @@ DELEGATE_REJECTED = "interaction.delegate.rejected"
 DELEGATE_FAILED = "interaction.delegate.failed"
 TOOL_CHILD_REJECTED = "interaction.tool_child.rejected"
 CONFIGURATION_INVALID = "interaction.configuration.invalid"
+ARTIFACT_INVALID = "interaction.artifact.invalid"
 # Tools
 TOOL_NOT_FOUND = "tool.not_found"
 TOOL_NOT_AUTHORIZED = "tool.not_authorized"
@@ -53,6 +58,10 @@ TASK_PROGRESS_INVALID = "tool.background.progress_invalid"
 CODE_KINDS: dict[str, FailureKind] = {
     MODEL_INVALID_RESPONSE: "external",
     MODEL_TOOL_CALLS_NOT_COMPLETED: "external",
+    MODEL_REJECTED: "external",
+    # The conversation outgrew the model's window: a budget, fixed by a context reducer.
+    MODEL_CONTEXT_OVERFLOW: "quota",
+    MODEL_UNAVAILABLE: "external",
     LIMIT_MODEL_CALLS: "quota",
     HOST_FAILED: "host",
     SIGNAL_INVALID: "contract",
@@ -72,6 +81,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     DELEGATE_FAILED: "external",
     TOOL_CHILD_REJECTED: "host",
     CONFIGURATION_INVALID: "host",
+    ARTIFACT_INVALID: "contract",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
     TOOL_INPUT_INVALID: "contract",
@@ -213,6 +223,20 @@ class TaskEnded(ScopeError):
     """The background task has already ended; it cannot be cancelled or answered."""
 
     default_code = TASK_ENDED
+
+
+class ArtifactDecodeError(ScopeError, ValueError):
+    """A delegate's Artifact does not decode into the type asked for (`Artifact.decode`).
+
+    Attributes:
+        field: the first offending field, as a dotted path ("" for the value as a whole).
+    """
+
+    default_code = ARTIFACT_INVALID
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 _REFUSALS: dict[str, type[ScopeError]] = {

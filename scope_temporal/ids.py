@@ -6,6 +6,10 @@ derive the same ids, so a replayed or continued-as-new workflow finds the same c
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict
+
+from scope_temporal.errors import ProtocolError
+
 MAX_ID_CHARS = 256
 """Longest signal or answer id accepted: ids are kept for deduplication, so a bounded
 size keeps a flood of hostile ids from growing the state without end."""
@@ -14,6 +18,48 @@ size keeps a flood of hostile ids from growing the state without end."""
 def tool_call_ref(process_id: str, model_call_seq: int, call_index: int) -> str:
     """ToolCallRef `"<process id>/<model call seq>/<call index>"` of one logical call."""
     return f"{process_id}/{model_call_seq}/{call_index}"
+
+
+class ToolCallRef(BaseModel):
+    """A ToolCallRef's parts; `str(ref)` is the ref, `ToolCallRef.parse` its inverse.
+
+    `parse(str(ref)) == ref` for every ref, including process ids that hold `/` (a
+    delegate's `<root>/delegate/3/0` or a session's turns): the last two parts are the
+    position, everything before them the process id.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    process_id: str
+    """The Interaction that made the call."""
+    model_call_seq: int
+    """Which model call of that Interaction asked for it (1-based)."""
+    call_index: int
+    """Its position in that model call's batch (0-based)."""
+
+    @classmethod
+    def parse(cls, ref: str) -> ToolCallRef:
+        """The parts of `"<process id>/<model call seq>/<call index>"`.
+
+        Raises:
+            ProtocolError: `ref` is not a ToolCallRef (says which part is wrong).
+        """
+        process_id, _, position = ref.rpartition("/")
+        process_id, _, seq = process_id.rpartition("/")
+        if not process_id or not _canonical(seq, least=1) or not _canonical(position, least=0):
+            raise ProtocolError(
+                f"{ref!r} is not a ToolCallRef: expected '<process id>/<model call seq "
+                "(1, 2, ...)>/<call index (0, 1, ...)>', e.g. 'ops-1a2b/3/0'."
+            )
+        return cls(process_id=process_id, model_call_seq=int(seq), call_index=int(position))
+
+    def __str__(self) -> str:
+        return tool_call_ref(self.process_id, self.model_call_seq, self.call_index)
+
+
+def _canonical(number: str, *, least: int) -> bool:
+    """Whether `number` is a decimal integer >= `least` written without leading zeros."""
+    return number.isdigit() and str(int(number)) == number and int(number) >= least
 
 
 def tool_call_process_id(parent_id: str, model_call_seq: int, call_index: int) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from scope_temporal.chat import Message, Response, ToolResult
-from scope_temporal.errors import FailureKind, kind_of
+from scope_temporal.errors import ArtifactDecodeError, FailureKind, kind_of
+
+T = TypeVar("T")
 
 
 class _Frozen(BaseModel):
@@ -27,6 +30,37 @@ class Artifact(_Frozen):
     """The delegate's final text (what its parent's model saw)."""
     data: Any = None
     """The output parsed as JSON and validated against the child's output schema, if it has one."""
+
+    def decode(self, type_: type[T]) -> T:
+        """The artifact as `type_` (a pydantic model, dataclass, TypedDict or any type
+        pydantic validates), from `data`, or from `text` parsed as JSON when the child
+        Definition has no output schema. The artifact itself is left as it is.
+
+        Raises:
+            ArtifactDecodeError: the text is not JSON, or the value does not fit `type_`;
+                `.field` names the first offending field (a dotted path, "" for the whole).
+        """
+        value = self.data
+        if value is None:
+            try:
+                value = json.loads(self.text)
+            except json.JSONDecodeError as error:
+                raise ArtifactDecodeError(
+                    f"Artifact of delegate {self.delegate!r} ({self.ref}) is not JSON "
+                    f"({error.msg} at position {error.pos}); its text stays in `.text`.",
+                    field="",
+                ) from None
+        try:
+            return TypeAdapter(type_).validate_python(value)
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"])
+            raise ArtifactDecodeError(
+                f"Artifact of delegate {self.delegate!r} ({self.ref}) does not decode into "
+                f"{getattr(type_, '__name__', type_)}: {field or 'the value'}: {first['msg']}. "
+                "The raw value stays in `.data` / `.text`.",
+                field=field,
+            ) from None
 
 
 class Output(_Frozen):

@@ -169,8 +169,14 @@ class ScopeWorker:
 
     @property
     def observer_failures(self) -> list[ObserverFailure]:
-        """Exceptions raised by observers so far (they never changed a settlement)."""
-        return list(self._observers.failures)
+        """The latest exceptions raised by observers, with tracebacks (they never changed
+        a settlement); at most `observers.MAX_KEPT_FAILURES`."""
+        return self._observers.failures
+
+    @property
+    def observer_failure_counts(self) -> dict[str, int]:
+        """Every observer failure so far, counted per callback (`"Observer.event"`)."""
+        return dict(self._observers.failure_counts)
 
     @property
     def _workers(self) -> list[Worker]:

@@ -147,6 +147,12 @@ async def _demo(
                 f"no Temporal server answers at {address}, and a server "
                 "can only be started on localhost"
             )
+        try:
+            binary = temporal_cli_path()
+        except FileNotFoundError as error:
+            raise click.ClickException(
+                f"no Temporal server answers at {address}, and {error}"
+            ) from None
         click.echo(f"  starting a Temporal dev server at {address} with its UI on port {ui_port}…")
         with _quiet_stdout():  # the server's own banner would repeat what we print
             env = await WorkflowEnvironment.start_local(
@@ -155,7 +161,7 @@ async def _demo(
                 port=int(port),
                 ui=True,
                 ui_port=ui_port,
-                dev_server_existing_path=temporal_cli_path(),
+                dev_server_existing_path=binary,
                 dev_server_extra_args=list(DEV_SERVER_ARGS),
                 search_attributes=SEARCH_ATTRIBUTES,
                 dev_server_log_level="error",

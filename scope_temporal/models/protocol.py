@@ -10,8 +10,14 @@ Contract of `Model.complete`:
   adapter must not retry internally either (a retried call may bill and act twice).
 - A returned `Response` is a *definite* settlement and must be exactly what the provider
   produced; the framework then checks it against the Interaction's rules.
-- Any exception (transport error, HTTP error, timeout, structurally invalid answer) makes
-  the outcome *unknown*: the Effect waits for the host, which may settle it by hand.
+- A `ModelNotCalled` subclass (`ModelRejected`, `ModelContextOverflow`,
+  `ModelUnavailable`) says the model provably did not run the request: the connection
+  was never made, or the provider refused it before generating anything. An adapter
+  raises one only when that is provable (the table "Model errors an adapter may report"
+  in docs/models.md); `classify_model_error` checks its fields.
+- Any other exception (transport error, other HTTP error, timeout, structurally invalid
+  answer) makes the outcome *unknown*: the Effect waits for the host, which may settle it
+  by hand.
 
 Streaming is an adapter concern: an adapter may stream from its provider (for example
 `OpenAIChatModel(stream=True)`), but `complete` still returns one complete Response. The
@@ -77,7 +83,8 @@ class Model(Protocol):
             The provider's complete response, unaltered in substance.
 
         Raises:
-            Exception: any failure; the framework records the call's outcome as unknown
-                and never retries it.
+            ModelNotCalled: (a subclass) the model provably did not run this request.
+            Exception: any other failure; the call's outcome is unknown, and the
+                framework never re-runs it by itself.
         """
         ...

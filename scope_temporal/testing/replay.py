@@ -55,7 +55,9 @@ async def replay_history(
     Args:
         history: the recorded history.
         definitions: the Definitions the recording worker served.
-        payload_limit_bytes: the recording worker's limit (its checks run in the workflow).
+        payload_limit_bytes: the recording worker's limit. Only histories recorded before
+            Interactions recorded their settings need it: newer ones replay with the
+            limit and the served delegates they recorded, whatever is given here.
         storage: the external storage the recording worker offloaded payloads to, if any.
         data_converter: the recording worker's client converter, when it carried a payload
             codec (e.g. encryption): histories are decoded with it.

@@ -1,6 +1,6 @@
 """Figures the fault suite measures, printed at the end of the session (tests/conftest.py).
 
-The README's "Guarantees" section quotes them from the last `--full` run.
+docs/guarantees.md quotes them from the last `--full` run.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(autouse=True)
 def tool_call_mode(request: pytest.FixtureRequest) -> Iterator[ToolCallWorkflows | None]:
-    """The mapping `serving` gives every Definition (the default, `on_demand`, elsewhere)."""
+    """The mapping `serving` gives every Definition (as declared elsewhere)."""
     mode: ToolCallWorkflows | None = getattr(request, "param", None)
     harness.TOOL_CALL_MODE[0] = mode
     try:

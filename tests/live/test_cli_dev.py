@@ -213,13 +213,14 @@ async def test_dev_serves_with_ui_and_search_attributes_and_stops_on_ctrl_c(
 
 
 @pytest.mark.live
-async def test_readme_search_attribute_command_registers_them_on_a_bare_server(
+async def test_the_deploy_page_search_attribute_command_registers_them_on_a_bare_server(
     tmp_path: Path,
 ) -> None:
     line = re.search(
-        r"`(temporal operator search-attribute create [^`]+)`", (REPO / "README.md").read_text()
+        r"`(temporal operator search-attribute create [^`]+)`",
+        (REPO / "docs" / "deploy.md").read_text(),
     )
-    assert line is not None, "the Deploy section documents the command"
+    assert line is not None, "the Deploy page documents the command"
     env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_cli_path())
     try:
         target = env.client.service_client.config.target_host

@@ -1,5 +1,6 @@
-"""The README's user-path sections stay true: every shell command in them parses against the
-CLI as it is, and is run, with the same options, by the test named for it."""
+"""The user-path pages stay true: every shell command in them (the README's quickstart, the
+CLI, UI and deploy pages of docs/) parses against the CLI as it is, and is run, with the same
+options, by the test named for it."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import pytest
 from scope_temporal.cli import cli
 
 REPO = Path(__file__).resolve().parents[2]
+# (page, heading): the section runs from its heading to the next heading of its level or above
 SECTIONS = (
-    "## Quickstart: the demo",
-    "## The CLI",
-    "## Look at it in the Temporal UI",
-    "## Deploy",
+    ("README.md", "## Quickstart: the demo"),
+    ("docs/cli.md", "# The CLI"),
+    ("docs/temporal-ui.md", "# Look at it in the Temporal UI"),
+    ("docs/deploy.md", "# Deploy"),
 )
 
 # Which test runs each documented command (as a subprocess, the way a user types it).
@@ -38,12 +40,27 @@ RUN_BY = {
 NOT_RUNNABLE = {"up --build", "up --scale worker=3"}
 
 
+def _section(page: str, heading: str) -> str:
+    """From `heading` to the next heading of its level or above (headings in code don't count)."""
+    lines = (REPO / page).read_text().splitlines()
+    level = len(heading.split(" ", 1)[0])
+    start, end, fenced = None, len(lines), False
+    for number, line in enumerate(lines):
+        fenced ^= line.startswith("```")
+        marks = len(line) - len(line.lstrip("#"))
+        if fenced or not marks or not line[marks:].startswith(" "):
+            continue
+        if start is None and line == heading:
+            start = number
+        elif start is not None and marks <= level:
+            end = number
+            break
+    assert start is not None, f"{page} has no {heading!r}"
+    return "\n".join(lines[start:end])
+
+
 def _sections() -> str:
-    text = (REPO / "README.md").read_text()
-    parts = re.split(r"(?m)^(?=## )", text)
-    mine = [p for p in parts if p.startswith(SECTIONS)]
-    assert [p.splitlines()[0] for p in mine] == list(SECTIONS), "sections in this order"
-    return "\n".join(mine)
+    return "\n".join(_section(page, heading) for page, heading in SECTIONS)
 
 
 def _commands() -> list[list[str]]:

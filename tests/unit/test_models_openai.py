@@ -1,19 +1,16 @@
 """OpenAIChatModel against a real local HTTP server speaking the chat-completions format.
 
-The server runs on 127.0.0.1 with an ephemeral port in a thread; the real `openai`
-client talks to it through `OpenAIChatModel(base_url=...)`.
+The server (`ChatCompletionsServer`, the SDK's test kit) runs on 127.0.0.1 with an
+ephemeral port in its own threads; the real `openai` client talks to it through
+`OpenAIChatModel(base_url=...)`. The refusals an adapter proves are in
+test_models_openai_errors.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import openai
@@ -24,89 +21,19 @@ from scope_temporal.models import InvalidModelResponse, ModelRequest, OpenAIChat
 from scope_temporal.models._openai_wire import to_wire_messages, to_wire_tools
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.models.streaming import collecting_deltas
+from scope_temporal.testing import ChatCompletionsServer, Hang, RawReply, RawStream
 
-# --- the fake server -------------------------------------------------------------------
-
-
-@dataclass
-class Reply:
-    """One canned HTTP answer: a body, or SSE events (each written and flushed in turn)."""
-
-    body: bytes = b""
-    status: int = 200
-    content_type: str = "application/json"
-    events: list[str] | None = None
-    delay: float = 0.0
-
-
-@dataclass
-class Received:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-@dataclass
-class FakeServer:
-    base_url: str
-    replies: list[Reply] = field(default_factory=list)
-    received: list[Received] = field(default_factory=list)
-
-    def reply_json(self, data: object, status: int = 200) -> None:
-        self.replies.append(Reply(json.dumps(data).encode(), status))
-
-    def reply_sse(self, *chunks: object, done: bool = True) -> None:
-        events = [f"data: {json.dumps(c) if not isinstance(c, str) else c}\n\n" for c in chunks]
-        if done:
-            events.append("data: [DONE]\n\n")
-        self.replies.append(Reply(content_type="text/event-stream", events=events))
-
-
-def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", "0"))
-            body = json.loads(self.rfile.read(length))
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            server.received.append(Received(self.path, headers, body))
-            answer = server.replies.pop(0) if server.replies else Reply(b"no reply", 599)
-            time.sleep(answer.delay)
-            # The client may have given up first (the timeout test); nothing to report.
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self._send(answer)
-
-        def _send(self, answer: Reply) -> None:
-            self.send_response(answer.status)
-            self.send_header("content-type", answer.content_type)
-            if answer.events is None:
-                self.send_header("content-length", str(len(answer.body)))
-                self.end_headers()
-                self.wfile.write(answer.body)
-                return
-            self.end_headers()
-            for event in answer.events:
-                self.wfile.write(event.encode())
-                self.wfile.flush()
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    return Handler
+# --- the server -------------------------------------------------------------------------
 
 
 @pytest.fixture
-def server() -> Iterator[FakeServer]:
-    fake = FakeServer(base_url="")
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    httpd.daemon_threads = True
-    fake.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
-        yield fake
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+def server() -> Iterator[ChatCompletionsServer]:
+    with ChatCompletionsServer() as running:
+        yield running
+
+
+def json_reply(data: object, status: int = 200) -> RawReply:
+    return RawReply(status, json.dumps(data))
 
 
 @pytest.fixture(autouse=True)
@@ -212,8 +139,8 @@ def test_parts_a_role_cannot_carry_are_refused_not_dropped() -> None:
 # --- non-streamed calls ----------------------------------------------------------------
 
 
-async def test_text_reply(server: FakeServer) -> None:
-    server.reply_json(completion("Hello there."))
+async def test_text_reply(server: ChatCompletionsServer) -> None:
+    server.push(json_reply(completion("Hello there.")))
     model = OpenAIChatModel("local-model", base_url=server.base_url)
     request = ModelRequest(
         messages=(Message.user("hi"),),
@@ -236,13 +163,15 @@ async def test_text_reply(server: FakeServer) -> None:
     assert not sent.body.get("stream")
 
 
-async def test_tool_call_reply_and_the_request_body(server: FakeServer) -> None:
+async def test_tool_call_reply_and_the_request_body(server: ChatCompletionsServer) -> None:
     raw_arguments = '{"query":  "restart api" }'
-    server.reply_json(
-        completion(
-            None,
-            [wire_call("call_a", "search_docs", raw_arguments), wire_call("call_b", "x", "{")],
-            "tool_calls",
+    server.push(
+        json_reply(
+            completion(
+                None,
+                [wire_call("call_a", "search_docs", raw_arguments), wire_call("call_b", "x", "{")],
+                "tool_calls",
+            )
         )
     )
     model = OpenAIChatModel("local-model", base_url=server.base_url, api_key="sk-test")
@@ -259,8 +188,8 @@ async def test_tool_call_reply_and_the_request_body(server: FakeServer) -> None:
     assert sent.body["tools"] == to_wire_tools((SEARCH,))
 
 
-async def test_length_finish(server: FakeServer) -> None:
-    server.reply_json(completion("cut o", finish_reason="length"))
+async def test_length_finish(server: ChatCompletionsServer) -> None:
+    server.push(json_reply(completion("cut o", finish_reason="length")))
     response = await OpenAIChatModel(base_url=server.base_url).complete(
         ModelRequest(messages=(Message.user("essay"),))
     )
@@ -281,18 +210,20 @@ async def test_length_finish(server: FakeServer) -> None:
         (None, FinishReason.other),
     ],
 )
-async def test_finish_reasons_map(server: FakeServer, wire: str | None, ours: FinishReason) -> None:
-    server.reply_json(completion("x", finish_reason=wire))
+async def test_finish_reasons_map(
+    server: ChatCompletionsServer, wire: str | None, ours: FinishReason
+) -> None:
+    server.push(json_reply(completion("x", finish_reason=wire)))
     response = await OpenAIChatModel(base_url=server.base_url).complete(
         ModelRequest(messages=(Message.user("q"),))
     )
     assert response.finish_reason is ours
 
 
-async def test_refusal_is_reported_as_refusal(server: FakeServer) -> None:
+async def test_refusal_is_reported_as_refusal(server: ChatCompletionsServer) -> None:
     body = completion(None)
     body["choices"][0]["message"]["refusal"] = "I can't help with that."
-    server.reply_json(body)
+    server.push(json_reply(body))
     response = await OpenAIChatModel(base_url=server.base_url).complete(
         ModelRequest(messages=(Message.user("q"),))
     )
@@ -301,19 +232,19 @@ async def test_refusal_is_reported_as_refusal(server: FakeServer) -> None:
 
 
 async def test_api_key_comes_from_the_environment(
-    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+    server: ChatCompletionsServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
-    server.reply_json(completion("ok"))
+    server.push(json_reply(completion("ok")))
     await OpenAIChatModel(base_url=server.base_url).complete(
         ModelRequest(messages=(Message.user("q"),))
     )
     assert server.received[0].headers["authorization"] == "Bearer sk-env"
 
 
-async def test_a_given_client_is_used_with_retries_off(server: FakeServer) -> None:
+async def test_a_given_client_is_used_with_retries_off(server: ChatCompletionsServer) -> None:
     client = openai.AsyncOpenAI(api_key="sk-client", base_url=server.base_url, max_retries=5)
-    server.replies.append(Reply(b'{"error": {"message": "down"}}', 503))
+    server.push(RawReply(500, b'{"error": {"message": "down"}}'))
     model = OpenAIChatModel("m", client=client)
     with pytest.raises(openai.APIStatusError):
         await model.complete(ModelRequest(messages=(Message.user("q"),)))
@@ -326,17 +257,17 @@ async def test_a_given_client_is_used_with_retries_off(server: FakeServer) -> No
 # --- failures never become Responses -----------------------------------------------------
 
 
-async def test_http_500_raises_after_exactly_one_request(server: FakeServer) -> None:
-    server.replies.append(Reply(b'{"error": {"message": "internal"}}', 500))
-    server.reply_json(completion("a retry would get this"))
+async def test_http_500_raises_after_exactly_one_request(server: ChatCompletionsServer) -> None:
+    server.push(RawReply(500, b'{"error": {"message": "internal"}}'))
+    server.push(json_reply(completion("a retry would get this")))
     model = OpenAIChatModel(base_url=server.base_url)
     with pytest.raises(openai.InternalServerError):
         await model.complete(ModelRequest(messages=(Message.user("q"),)))
     assert len(server.received) == 1
 
 
-async def test_timeout_raises_after_exactly_one_request(server: FakeServer) -> None:
-    server.replies.append(Reply(json.dumps(completion("late")).encode(), delay=1.0))
+async def test_timeout_raises_after_exactly_one_request(server: ChatCompletionsServer) -> None:
+    server.push(Hang())
     model = OpenAIChatModel(base_url=server.base_url, timeout=timedelta(seconds=0.2))
     with pytest.raises(openai.APITimeoutError):
         await model.complete(ModelRequest(messages=(Message.user("q"),)))
@@ -363,9 +294,9 @@ async def test_timeout_raises_after_exactly_one_request(server: FakeServer) -> N
     ],
 )
 async def test_malformed_body_raises_invalid_model_response(
-    server: FakeServer, body: bytes, content_type: str, message: str
+    server: ChatCompletionsServer, body: bytes, content_type: str, message: str
 ) -> None:
-    server.replies.append(Reply(body, content_type=content_type))
+    server.push(RawReply(body=body, content_type=content_type))
     model = OpenAIChatModel(base_url=server.base_url)
     with pytest.raises(InvalidModelResponse, match=message):
         await model.complete(ModelRequest(messages=(Message.user("q"),)))
@@ -393,21 +324,28 @@ def tool_delta(index: int, **fields: Any) -> dict[str, Any]:
     return {"tool_calls": [{"index": index, **fields}]}
 
 
-async def test_streamed_reply_is_accumulated(server: FakeServer) -> None:
-    server.reply_sse(
-        chunk({"role": "assistant", "content": ""}),
-        chunk({"content": "Let me "}),
-        chunk({"content": "check."}),
-        chunk(
-            tool_delta(
-                0, id="call_x", type="function", function={"name": "search_docs", "arguments": ""}
-            )
-        ),
-        chunk(tool_delta(0, function={"arguments": '{"que'})),
-        chunk(tool_delta(1, id="call_y", function={"name": "other", "arguments": "{}"})),
-        chunk(tool_delta(0, function={"arguments": 'ry": "x"}'})),
-        chunk({}, "tool_calls"),
-        chunk(None, usage={"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}),
+async def test_streamed_reply_is_accumulated(server: ChatCompletionsServer) -> None:
+    server.push(
+        RawStream(
+            [
+                chunk({"role": "assistant", "content": ""}),
+                chunk({"content": "Let me "}),
+                chunk({"content": "check."}),
+                chunk(
+                    tool_delta(
+                        0,
+                        id="call_x",
+                        type="function",
+                        function={"name": "search_docs", "arguments": ""},
+                    )
+                ),
+                chunk(tool_delta(0, function={"arguments": '{"que'})),
+                chunk(tool_delta(1, id="call_y", function={"name": "other", "arguments": "{}"})),
+                chunk(tool_delta(0, function={"arguments": 'ry": "x"}'})),
+                chunk({}, "tool_calls"),
+                chunk(None, usage={"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}),
+            ]
+        )
     )
     model = OpenAIChatModel("stream-model", base_url=server.base_url, stream=True)
     live: list[str] = []
@@ -430,8 +368,8 @@ async def test_streamed_reply_is_accumulated(server: FakeServer) -> None:
     assert sent.body["tools"] == to_wire_tools((SEARCH,))
 
 
-async def test_streamed_text_without_usage(server: FakeServer) -> None:
-    server.reply_sse(chunk({"content": "Hi"}), chunk({"content": "!"}, "stop"))
+async def test_streamed_text_without_usage(server: ChatCompletionsServer) -> None:
+    server.push(RawStream([chunk({"content": "Hi"}), chunk({"content": "!"}, "stop")]))
     model = OpenAIChatModel(base_url=server.base_url, stream=True)
     response = await model.complete(ModelRequest(messages=(Message.user("q"),)))
     assert response.message == Message.assistant("Hi!")
@@ -452,16 +390,18 @@ async def test_streamed_text_without_usage(server: FakeServer) -> None:
     ],
 )
 async def test_broken_stream_raises_invalid_model_response(
-    server: FakeServer, chunks: list[object], done: bool, message: str
+    server: ChatCompletionsServer, chunks: list[object], done: bool, message: str
 ) -> None:
-    server.reply_sse(*chunks, done=done)
+    server.push(RawStream(chunks, done=done))
     model = OpenAIChatModel(base_url=server.base_url, stream=True)
     with pytest.raises(InvalidModelResponse, match=message):
         await model.complete(ModelRequest(messages=(Message.user("q"),)))
 
 
-async def test_streamed_http_500_raises_after_exactly_one_request(server: FakeServer) -> None:
-    server.replies.append(Reply(b'{"error": {"message": "internal"}}', 500))
+async def test_streamed_http_500_raises_after_exactly_one_request(
+    server: ChatCompletionsServer,
+) -> None:
+    server.push(RawReply(500, b'{"error": {"message": "internal"}}'))
     model = OpenAIChatModel(base_url=server.base_url, stream=True)
     with pytest.raises(openai.InternalServerError):
         await model.complete(ModelRequest(messages=(Message.user("q"),)))

@@ -1,4 +1,5 @@
-"""The README's "Write a tool and an agent" and "Test your agent" examples run as written."""
+"""The README's "Write a tool and an agent" and "Test your agent" examples, and the example of
+docs/background-tools.md, run as written."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import re
 import textwrap
 from pathlib import Path
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+REPO = Path(__file__).resolve().parents[2]
 
 
-def block_under(heading: str) -> str:
-    section = README[README.index(heading) :]
+def block_under(heading: str, page: str = "README.md") -> str:
+    """The first python block after `heading` in `page` (a path from the repository root)."""
+    text = (REPO / page).read_text()
+    section = text[text.index(heading) :]
     match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, heading
+    assert match, f"{page}: no python block under {heading}"
     return match.group(1)
 
 
@@ -30,12 +33,13 @@ async def test_write_a_tool_and_test_it_with_local_runner_as_the_readme_shows() 
     assert out.text == "Clean /var/log."
 
 
-async def test_the_background_tool_example_moves_to_the_background_as_the_readme_says() -> None:
+async def test_the_background_tool_example_moves_to_the_background_as_the_docs_say() -> None:
     from scope_temporal import Message, ScriptedModel, reply
     from scope_temporal.testing import LocalRunner
 
     namespace: dict[str, object] = {}
-    exec(compile(block_under("## Background tools"), "README.md", "exec"), namespace)
+    page = "docs/background-tools.md"
+    exec(compile(block_under("# Background tools", page), page, "exec"), namespace)
 
     def plan(request: object) -> object:
         last = request.messages[-1]  # type: ignore[attr-defined]

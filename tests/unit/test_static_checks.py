@@ -1,8 +1,11 @@
-"""The SDK passes `ruff check` and `mypy --strict`; the public surface matches API.md."""
+"""The SDK passes `ruff check` and `mypy --strict`, users' type checkers see its types (from
+outside the checkout too); the public surface matches API.md."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +34,42 @@ def test_mypy_strict_sees_the_real_public_types_in_a_user_program() -> None:
     # e.g. OpenAIChatModel, loaded lazily at run time, must not look like `object`
     result = run("mypy", "--strict", "tests/typing/user_program.py")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# A user's program with one deliberate type error (a string where a count goes).
+WRONG_TYPE = """from scope_temporal import Definition
+
+agent = Definition("agent", max_model_calls="three")
+"""
+
+
+def test_mypy_strict_checks_a_user_program_outside_the_checkout_against_the_installed_package(
+    tmp_path: Path,
+) -> None:
+    # As a user's project: its own folder (not the checkout, so scope_temporal is found only
+    # as an installed package, which mypy reads only with the py.typed marker), no config.
+    assert not tmp_path.resolve().is_relative_to(ROOT)
+    assert (Path(scope_temporal.__file__).parent / "py.typed").is_file()
+    shutil.copy(ROOT / "tests" / "typing" / "user_program.py", tmp_path / "user_program.py")
+    (tmp_path / "wrong_type.py").write_text(WRONG_TYPE)
+    (tmp_path / "mypy.ini").write_text("[mypy]\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")}
+
+    def mypy(program: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "mypy", "--strict", "--config-file", "mypy.ini"]
+        return subprocess.run(
+            [*command, program], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+
+    correct = mypy("user_program.py")
+    assert correct.returncode == 0, correct.stdout + correct.stderr
+    wrong = mypy("wrong_type.py")
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
+    assert "py.typed" not in wrong.stdout
+    assert (
+        'wrong_type.py:3: error: Argument "max_model_calls" to "Definition" has incompatible '
+        'type "str"' in wrong.stdout
+    ), wrong.stdout
 
 
 def test_every_name_api_md_promises_is_exported() -> None:
