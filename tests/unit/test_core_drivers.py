@@ -16,13 +16,14 @@ import pytest
 from scope_temporal import errors
 from scope_temporal.chat import Message
 from scope_temporal.definition import Definition, ToolSet
+from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.driver.tool_call import ToolCallDriver
 from scope_temporal.errors import InvalidSignal
 from scope_temporal.interaction.effects import CallModel, ModelResponded, StartToolCall
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.models import ScriptedModel, reply
 from scope_temporal.outputs import Failure
-from scope_temporal.payloads import ToolCallInput
+from scope_temporal.payloads import InteractionInput, RunSettings, SteerInput, ToolCallInput
 from scope_temporal.testing import LocalRunner
 from scope_temporal.tools import InputRequired, require_tool_input, tool, tool_input_continuation
 
@@ -165,3 +166,30 @@ async def test_a_tool_call_whose_core_fails_closed_ends_with_its_code_not_a_retr
     ended = await driver.run()
     assert isinstance(ended, Failure) and ended.code == errors.STATE_INVALID
     assert driver.machine.status == "failed"
+
+
+class _Quiet:
+    """A transport for a driver that is only handed inputs (nothing runs)."""
+
+    def changed(self) -> None:
+        pass
+
+
+def test_signals_before_the_run_records_its_settings_wait_for_them_then_apply_in_order() -> None:
+    # On Temporal a signal can arrive with the first workflow task, before the settings
+    # are recorded: it is decided by the recorded limit, never the replaying worker's.
+    definition = Definition("held")
+    machine = InteractionMachine.start(definition, "root", [Message.user("go")])
+    driver = InteractionDriver(
+        machine,
+        _Quiet(),  # type: ignore[arg-type]
+        InteractionInput(definition="held"),
+        limit=10,  # a worker's limit no steer fits: it must not decide
+    )
+    for signal_id in ("s1", "s2"):
+        driver.steer_signal(SteerInput(signal_id=signal_id, messages=(Message.user(signal_id),)))
+    assert machine.snapshot().pending_signals == ()
+    recorded = RunSettings(digest=definition.digest, payload_limit=1_000_000)
+    assert driver.begin(recorded) is None
+    assert machine.snapshot().pending_signals == ("s1", "s2")
+    assert machine.snapshot().rejected_signals == ()
