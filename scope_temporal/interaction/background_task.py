@@ -28,7 +28,7 @@ unexpected exception fails the task closed (`interaction.state.invalid`).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from scope_temporal import errors
 from scope_temporal.errors import (
@@ -198,27 +198,31 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
                 s.plan = self._plan("recover", s)
                 return
             self._end(s, "failed", error=lost_reason(s.launch, plan, report), code=errors.TASK_LOST)
-        elif outcome.status == "completed":
-            self._end(s, "completed", data=outcome.data)
-        elif outcome.status == "failed":
-            self._end(
-                s, "failed", error=outcome.error, code=report.code or errors.TOOL_EXECUTION_FAILED
-            )
-        elif outcome.status == "canceled" or s.cancel_reason is not None:
-            self._end(
-                s, "canceled", error=s.cancel_reason or outcome.error, code=errors.TASK_CANCELED
-            )
-        elif not s.launch.settings.resumable:
-            self._end(
-                s,
-                "failed",
-                error="the run asked for input, but this tool cannot be resumed",
-                code=errors.TASK_NOT_RESUMABLE,
-            )
-        else:
-            if outcome.checkpoint is not None:
-                s.checkpoint = outcome.checkpoint
-            self._ask(s, outcome.prompt, outcome.response_schema or {})
+            return
+        match outcome.status:
+            case "completed":
+                self._end(s, "completed", data=outcome.data)
+            case "failed":
+                code = report.code or errors.TOOL_EXECUTION_FAILED
+                self._end(s, "failed", error=outcome.error, code=code)
+            case "canceled":
+                error = s.cancel_reason or outcome.error
+                self._end(s, "canceled", error=error, code=errors.TASK_CANCELED)
+            case "waiting_input" if s.cancel_reason is not None:
+                self._end(s, "canceled", error=s.cancel_reason, code=errors.TASK_CANCELED)
+            case "waiting_input" if not s.launch.settings.resumable:
+                self._end(
+                    s,
+                    "failed",
+                    error="the run asked for input, but this tool cannot be resumed",
+                    code=errors.TASK_NOT_RESUMABLE,
+                )
+            case "waiting_input":
+                if outcome.checkpoint is not None:
+                    s.checkpoint = outcome.checkpoint
+                self._ask(s, outcome.prompt, outcome.response_schema or {})
+            case _:
+                assert_never(outcome.status)
 
     def on_progress(
         self, attempt: int, progress: ProgressSummary | None, resumed: str | None = None
