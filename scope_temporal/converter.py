@@ -83,8 +83,15 @@ def with_scope_converter(client: Client, storage: StorageDriver | None = None) -
     return Client(**config)
 
 
+def is_decode_failure(error: BaseException) -> bool:
+    """Whether `error` is a payload that could not be decoded (a codec the reader lacks)."""
+    text = str(error)
+    return "payload encoding" in text.lower() or "Failed decoding" in text
+
+
 __all__ = [
     "DEFAULT_OFFLOAD_THRESHOLD_BYTES",
+    "is_decode_failure",
     "scope_data_converter",
     "with_scope_converter",
 ]

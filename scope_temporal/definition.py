@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any, Literal, Protocol
 
 from scope_temporal.chat import Options
+from scope_temporal.code_digest import code_fingerprint
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen, freeze_json
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
@@ -218,7 +219,8 @@ class Definition(Frozen):
     10 s; the activities heartbeat while the call runs) are how soon a lost worker is
     noticed: about that long plus a second after it died. None turns heartbeats off, and
     a lost worker is then noticed only at the call's timeout. Every timeout is part of
-    the digest.
+    the digest, and so is the completion validator's code (its source text, default
+    values and closure: `code_digest.code_fingerprint`), not only its name.
 
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
@@ -346,8 +348,11 @@ class Definition(Frozen):
             "completion_validator": (
                 None
                 if validator is None
-                else f"{getattr(validator, '__module__', '?')}."
-                f"{getattr(validator, '__qualname__', repr(validator))}"
+                else {
+                    "name": f"{getattr(validator, '__module__', '?')}."
+                    f"{getattr(validator, '__qualname__', type(validator).__qualname__)}",
+                    "code": code_fingerprint(validator),
+                }
             ),
             "tool_call_workflows": self.tool_call_workflows,
             "timeouts": [

@@ -30,7 +30,7 @@ from scope_temporal.background.task_tools import TASK_TOOLS
 from scope_temporal.background.tool import BackgroundTool
 from scope_temporal.converter import with_scope_converter
 from scope_temporal.definition import Definition
-from scope_temporal.errors import DefinitionError
+from scope_temporal.errors import ConfigurationError, DefinitionError
 from scope_temporal.models.protocol import Model
 from scope_temporal.names import DEFAULT_TASK_QUEUE
 from scope_temporal.observers import ObserverFailure, ObserverHub
@@ -41,6 +41,7 @@ from scope_temporal.payload_limits import (
 from scope_temporal.registry import Registry
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
+from scope_temporal.versioning import pinned_deployment
 from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
 from scope_temporal.workflows.serving import RegistryInterceptor
@@ -75,6 +76,12 @@ class ScopeWorker:
             `LocalFileMaterializer` in `.scope/task-output` of the working directory).
             Every worker that runs a task's attempts or answers its `task_output` must
             reach the same store (e.g. `LocalFileMaterializer` on a shared directory).
+        deployment: with `build_id`, the Worker Deployment Version this worker belongs to
+            (Temporal's Worker Versioning). Its workflows are pinned: an Interaction, its
+            ToolCalls, delegates and background tasks all run on the build that started
+            it, so a changed Definition never reaches a running Interaction; new ones run
+            on the version made current (`scope_temporal.versioning`, docs/deploy.md).
+        build_id: the build this worker runs (e.g. the release's git commit).
 
     A worker serving a Definition that binds background tools also serves their task
     tools (`task_status`, `task_output`, `task_cancel`); with a handoff tool it polls a
@@ -83,6 +90,8 @@ class ScopeWorker:
     Raises:
         DefinitionError: a Definition binds a tool, model or delegate Definition that is not
             registered here.
+        ConfigurationError: only one of `deployment` and `build_id`, or a deployment name
+            with a `.`.
     """
 
     def __init__(
@@ -100,8 +109,15 @@ class ScopeWorker:
         storage: StorageDriver | None = None,
         payload_limit_bytes: int | None = None,
         materializer: OutputMaterializer | None = None,
+        deployment: str | None = None,
+        build_id: str | None = None,
         **worker_options: Any,
     ) -> None:
+        versioning = pinned_deployment(deployment, build_id)
+        if versioning is not None:
+            if "deployment_config" in worker_options:
+                raise ConfigurationError("Pass deployment/build_id or deployment_config, not both.")
+            worker_options["deployment_config"] = versioning
         definitions = list(definitions)
         tools = list(tools)
         if any(d.binds_background_tools for d in definitions):

@@ -17,6 +17,7 @@ from scope_temporal.cli.demo import demo
 from scope_temporal.cli.dev import dev
 from scope_temporal.cli.inspect import inspect_command
 from scope_temporal.cli.listing import list_command
+from scope_temporal.cli.replay_check import replay_check
 from scope_temporal.cli.resolve import resolve
 from scope_temporal.cli.run import run
 from scope_temporal.cli.steer import steer
@@ -48,13 +49,27 @@ def cli() -> None:
     \b
     Then drive and look at Interactions:
       list, inspect, steer, answer, resolve
+    \b
+    Before deploying a change:
+      scope-temporal replay-check      replay recent runs against your current code
 
     Connection options read TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, SCOPE_TASK_QUEUE (and
     TEMPORAL_API_KEY, TEMPORAL_TLS_CERT/KEY/CA for a secured cluster).
     """
 
 
-for command in (demo, dev, worker, run, list_command, inspect_command, steer, answer, resolve):
+for command in (
+    demo,
+    dev,
+    worker,
+    run,
+    list_command,
+    inspect_command,
+    steer,
+    answer,
+    resolve,
+    replay_check,
+):
     cli.add_command(command)
 
 

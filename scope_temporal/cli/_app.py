@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from temporalio.converter import DataConverter
 
 from scope_temporal.definition import Definition
 from scope_temporal.models.protocol import Model
+
+T = TypeVar("T")
 
 REFERENCE_APP = "workflows"
 """Module of the reference app (top-level `workflows/` beside `activities/`)."""
@@ -42,6 +44,19 @@ class App:
     def model_lines(self) -> list[str]:
         """One line per model: its name and what it is (its `label`, or its type)."""
         return [f"{name}: {describe_model(model)}" for name, model in self.models.items()]
+
+
+def app_option(help: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """`--app PACKAGE.MODULE` (or `SCOPE_APP`); the command receives `app_module`, None for
+    the reference app."""
+    return click.option(
+        "--app",
+        "app_module",
+        metavar="PACKAGE.MODULE",
+        envvar="SCOPE_APP",
+        default=None,
+        help=help,
+    )
 
 
 def describe_model(model: Model) -> str:
@@ -161,6 +176,7 @@ __all__ = [
     "REFERENCE_APP",
     "App",
     "app_data_converter",
+    "app_option",
     "describe_model",
     "import_module",
     "load_app",

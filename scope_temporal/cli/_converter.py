@@ -12,6 +12,7 @@ import click
 from temporalio.converter import DataConverter
 
 from scope_temporal.cli._app import app_data_converter, import_module
+from scope_temporal.converter import is_decode_failure
 
 APP_ATTRIBUTE = "data_converter"
 """The attribute of an app module (or of `--data-converter MODULE`) holding its converter."""
@@ -39,12 +40,6 @@ def load_data_converter(spec: str) -> DataConverter:
             "MODULE:NAME where NAME is a temporalio DataConverter or a function returning one"
         )
     return found
-
-
-def is_decode_failure(error: BaseException) -> bool:
-    """Whether `error` is a payload the client could not decode (a codec it lacks)."""
-    text = str(error)
-    return "payload encoding" in text.lower() or "Failed decoding" in text
 
 
 __all__ = ["APP_ATTRIBUTE", "DECODE_HINT", "is_decode_failure", "load_data_converter"]

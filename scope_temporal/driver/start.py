@@ -62,8 +62,9 @@ def changed_definition(definition: Definition, recorded: RunSettings) -> Failure
     return Failure.of(
         errors.DEFINITION_CHANGED,
         f"Definition {definition.name!r} changed while this Interaction ran "
-        f"(recorded {recorded.digest[:12]}, now {definition.digest[:12]}). Deploy "
-        "changed agents under a new Definition name, or let old runs finish first.",
+        f"(recorded {recorded.digest[:12]}, now {definition.digest[:12]}). Deploy changed "
+        "agents as a new pinned build (Worker Versioning), under a new Definition "
+        "name, or let old runs finish first (docs/deploy.md).",
     )
 
 

@@ -105,7 +105,8 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
             raise ProtocolError(
                 f"Definition {definition.name!r} changed since this Interaction started "
                 f"(digest {state.digest[:12]} recorded, {definition.digest[:12]} now). Deploy "
-                "the change under a new Definition name, or finish old runs first.",
+                "the change as a new pinned build (Worker Versioning), under a new Definition "
+                "name, or finish old runs first (docs/deploy.md).",
                 code=errors.DEFINITION_CHANGED,
             )
         super().__init__(state)

@@ -28,6 +28,9 @@ T = TypeVar("T")
 STARTED_IDS: list[str] = []
 # Runs a test made diverge on purpose (a changed Definition): they must not replay.
 DIVERGED_IDS: set[str] = set()
+# Runs their own test replays (with `replay-check`, against the version of the app that
+# served them: two versions served one task queue, from worker processes).
+CHECKED_BY_THEIR_TEST: set[str] = set()
 # External storage a test's worker offloaded to, by task queue (replay needs it).
 STORAGE_BY_QUEUE: dict[str, StorageDriver] = {}
 # The data converter (e.g. with an encryption codec) a test's worker used, by task queue.
@@ -171,6 +174,7 @@ def fresh_id(prefix: str) -> str:
 
 
 __all__ = [
+    "CHECKED_BY_THEIR_TEST",
     "CONVERTER_BY_QUEUE",
     "DIVERGED_IDS",
     "MODE_BY_QUEUE",

@@ -35,6 +35,7 @@ from scope_temporal.testing.replay import history_task_queue, replay_history
 from tests.faults import figures, scenario
 from tests.live import loss_worker, task_loss_worker
 from tests.live.harness import (
+    CHECKED_BY_THEIR_TEST,
     CONVERTER_BY_QUEUE,
     DIVERGED_IDS,
     MODE_BY_QUEUE,
@@ -140,7 +141,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
     leaked: list[str] = []  # histories holding the API key the fault workers are given
     steered_runs = 0  # the scan's positive control: a text every fault run does carry
     async for execution in client.list_workflows():
-        if execution.id.split("/")[0] in DIVERGED_IDS:
+        if execution.id.split("/")[0] in DIVERGED_IDS | CHECKED_BY_THEIR_TEST:
             continue
         if execution.workflow_type not in (INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW, TASK_WORKFLOW):
             continue  # e.g. a placeholder a test started to block a child id

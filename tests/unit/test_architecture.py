@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "observers",
             "outputs",
             "context_refs",
+            "code_digest",
         ),
     ),
     (
@@ -62,7 +63,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("protocol", ("payloads", "settle", "background.envelopes")),
     ("driver", ("driver",)),
     ("sides", ("workflows", "activities", "background", "tasks")),
-    ("shell", ("worker", "client", "tree", "converter", "storage", "testing")),
+    (
+        "shell",
+        ("worker", "client", "tree", "converter", "storage", "versioning", "testing"),
+    ),
     ("cli", ("cli",)),
 )
 FACES = frozenset(

@@ -16,6 +16,7 @@ def test_the_cli_has_every_command_of_the_issue() -> None:
         "dev",
         "inspect",
         "list",
+        "replay-check",
         "resolve",
         "run",
         "steer",
@@ -81,3 +82,41 @@ def test_demo_without_a_terminal_asks_for_yes(
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
     assert main(["demo"]) == 2
     assert "pass --yes" in capsys.readouterr().err
+
+
+def test_replay_check_help_says_what_it_checks_and_its_exit_codes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["replay-check", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for needle in (
+        "Replay recent Interactions against the app's current code and Definitions",
+        "ToolCalls, delegates and background tasks",
+        "interaction.definition.changed",
+        "--running",
+        "0 every run replays",
+        "1 a run diverges",
+        "3 nothing matched the selection",
+        "scope-temporal replay-check --app myproject.agents --running",
+    ):
+        assert needle in out
+
+
+def test_replay_check_refuses_a_limit_below_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay-check", "--limit", "0"]) == 2
+    assert "--limit" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--deployment", "agents"], "needs both a deployment name and a build id"),
+        (["--build-id", "7"], "needs both a deployment name and a build id"),
+        (["--deployment", "agents.eu", "--build-id", "7"], "holds a '.'"),
+    ],
+)
+def test_worker_refuses_half_a_version_before_connecting(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["worker", *args]) == 2
+    assert message in capsys.readouterr().err

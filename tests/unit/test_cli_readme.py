@@ -21,11 +21,16 @@ SECTIONS = (
     ("docs/deploy.md", "# Deploy"),
 )
 
-# Which test runs each documented command (as a subprocess, the way a user types it).
-RUN_BY = {
+# Which test runs each documented command (as a subprocess, the way a user types it); the
+# options it is documented with are used by one of the tests named.
+RUN_BY: dict[str, str | tuple[str, ...]] = {
     "scope-temporal demo": "tests/live/test_demo.py",
     "scope-temporal dev": "tests/live/test_cli_dev.py",
-    "scope-temporal worker": "tests/live/test_cli_run.py",
+    "scope-temporal worker": ("tests/live/test_cli_run.py", "tests/live/test_worker_versioning.py"),
+    "scope-temporal replay-check": (
+        "tests/live/test_replay_check.py",
+        "tests/live/test_worker_versioning.py",
+    ),
     "scope-temporal run": "tests/live/test_cli_run.py",
     "scope-temporal list": "tests/live/test_cli_run.py",
     "scope-temporal inspect": "tests/live/test_cli_run.py",
@@ -33,6 +38,7 @@ RUN_BY = {
     "scope-temporal answer": "tests/live/test_cli_run.py",
     "scope-temporal resolve": "tests/live/test_cli_run.py",
     "temporal operator": "tests/live/test_cli_dev.py",
+    "temporal worker": "tests/live/test_worker_versioning.py",
     "docker compose": "tests/unit/test_cli_deploy.py",
 }
 # Documented but not runnable here (no Docker engine): the file they use is validated by
@@ -86,12 +92,15 @@ def test_the_sections_document_every_cli_command() -> None:
 def test_each_readme_command_parses_and_is_run_by_a_test(words: list[str]) -> None:
     prefix = " ".join(words[:2])
     assert prefix in RUN_BY, f"no test runs `{prefix}`"
-    test_file = (REPO / RUN_BY[prefix]).read_text()
+    files = RUN_BY[prefix]
+    files = (files,) if isinstance(files, str) else files
+    test_file = "".join((REPO / f).read_text() for f in files)
     if words[0] == "scope-temporal":
         command = cli.commands[words[1]]
         command.make_context(words[1], words[2:])  # raises on an unknown option or argument
+    if words[0] == "scope-temporal" or words[:2] == ["temporal", "worker"]:
         for option in (w for w in words[2:] if w.startswith("--")):
-            assert f'"{option}"' in test_file, f"{RUN_BY[prefix]} never uses {option}"
+            assert f'"{option}"' in test_file, f"{files} never use {option}"
     elif words[0] == "docker":
         rest = " ".join(words[4:])
         assert rest == "config" or rest in NOT_RUNNABLE
