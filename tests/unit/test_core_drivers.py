@@ -3,7 +3,9 @@
 CONFORMANCE 32 (pause reaches the children), 46 (payload limits), 48 (the authority guard)
 were kept only on the Temporal side before the drivers were one; here they run through
 `LocalRunner`, which shares every line of them with the workflows (`scope_temporal.driver`,
-and the activities' own `attempt_once` / `model_once`).
+and the activities' own `attempt_once` / `model_once`). Also: a Tool call whose core fails
+closed ends with its code, and signals that come before a run records its settings wait
+for them.
 """
 
 from __future__ import annotations
