@@ -68,11 +68,8 @@ async def test_c46_local_a_steer_the_next_request_could_not_carry_is_refused() -
     assert await run.steer("s2", Message.user("short")) is True
 
 
-@pytest.mark.parametrize("mapping", ["always", "on_demand"])
-async def test_c46_local_a_tool_outcome_over_the_limit_is_unknown_naming_the_tool(
-    mapping: Any,
-) -> None:
-    definition = Definition("big", tools=[big], tool_call_workflows=mapping)
+async def test_c46_local_a_tool_outcome_over_the_limit_is_unknown_naming_the_tool() -> None:
+    definition = Definition("big", tools=[big])  # in both mappings (tests/unit/conftest.py)
     script = [reply.tool_calls(("big", {"size": 5_000})), reply.text("never")]
     local = runner(definition, [big], script, limit=4_000)
     run = await local.start("big", [Message.user("go")])

@@ -154,6 +154,7 @@ def raiser(kind: str) -> Any:
     return HostFailure("payment API timed out after charging")
 
 
+@pytest.mark.mapping("always")  # each call a Tool call process: the card's shape
 @pytest.mark.parametrize("kind", ["exception", "host_failure"])
 async def test_c19_c20_unknown_tool_effect_holds_the_round_until_the_host_resolves(
     kind: str,

@@ -270,6 +270,7 @@ def test_c29_a_raw_bad_answer_is_recorded_as_rejected_and_the_wait_stays_open() 
 # --- 30 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.mapping("always")  # each call a Tool call process: the card's shape
 async def test_c30_a_sibling_completes_while_another_waits() -> None:
     entries = Entries()
     ask = asking_tool(entries)
