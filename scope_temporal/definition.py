@@ -16,16 +16,17 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
-from scope_temporal.background.task_tools import TASK_TOOL_NAMES, TASK_TOOLS
 from scope_temporal.chat import Options
 from scope_temporal.code_digest import code_fingerprint
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen, freeze_json
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.tools.spec import PERMISSIONS, ToolSpec, is_provider_tool_name
+from scope_temporal.tools.task_specs import TASK_TOOL_NAMES, TASK_TOOL_SPECS
 from scope_temporal.tools.validation import check_schema
 
 CompletionValidator = Callable[[CompletionCandidate], CompletionDecision]
+"""Judges a completion candidate; runs in workflow code, so pure and plain (not async)."""
 
 ToolCallWorkflows = Literal["on_demand", "always"]
 """How tool calls map onto Temporal; the guarantees are the same (the whole conformance
@@ -168,7 +169,7 @@ def _with_task_tools(name: str, toolset: ToolSet) -> ToolSet:
     specs = toolset.tools + toolset.deferred
     if not any(spec.background is not None for spec in specs):
         return toolset
-    framework = [t.spec for t in TASK_TOOLS]
+    framework = TASK_TOOL_SPECS
     taken = sorted(s.name for s in specs if s.name in TASK_TOOL_NAMES and s not in framework)
     if taken:
         raise DefinitionError(
@@ -177,7 +178,7 @@ def _with_task_tools(name: str, toolset: ToolSet) -> ToolSet:
         )
     if all(spec in specs for spec in framework):  # a ToolSet taken from another Definition
         return toolset
-    return ToolSet(toolset.name, [*toolset.tools, *TASK_TOOLS], deferred=toolset.deferred)
+    return ToolSet(toolset.name, [*toolset.tools, *framework], deferred=toolset.deferred)
 
 
 def _check_schema(owner: str, schema: dict[str, Any]) -> None:
@@ -205,6 +206,12 @@ def _capabilities(values: Iterable[str], owner: str) -> frozenset[str]:
 
 class Definition(Frozen):
     """The immutable description of an Interaction. See API.md for every argument.
+
+    `completion_validator` runs in workflow code, on every replay: it must be pure (a
+    deterministic function of the candidate: no clock, randomness, I/O or global state)
+    and a plain function returning a `CompletionDecision` (accept, or reject with
+    feedback for the model). One that raises, is async or returns anything else fails
+    the Interaction as a host failure (`interaction.host.failed`) naming it.
 
     Timeouts bound how long an outcome may stay unproven before it becomes an unknown
     Effect (never retried): `model_timeout` / `tool_timeout` (a tool's own `timeout`

@@ -237,3 +237,20 @@ class ArtifactDecodeError(ScopeError, ValueError):
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+_REFUSALS: dict[str, type[ScopeError]] = {
+    SIGNAL_INVALID: InvalidSignal,
+    SIGNAL_CONFLICT: SignalConflict,
+    TOOL_ANSWER_INVALID: InvalidToolInput,
+    TOOL_WAIT_UNKNOWN: NoSuchWait,
+    SETTLEMENT_MISMATCH: SettlementMismatch,
+    DEFINITION_UNKNOWN: UnknownDefinition,
+    TASK_ENDED: TaskEnded,
+    PAYLOAD_TOO_LARGE: InvalidSignal,
+}
+
+
+def refusal(code: str, message: str) -> ScopeError:
+    """The typed error a host gets for an input a process refused with `code`."""
+    return _REFUSALS.get(code, ScopeError)(message, code=code)

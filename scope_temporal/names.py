@@ -15,6 +15,7 @@ TASK_WORKFLOW = "scope.BackgroundTask"
 MODEL_ACTIVITY = "scope.model"
 TOOL_ACTIVITY = "scope.tool"
 RECORD_DIGEST_ACTIVITY = "scope.record_digest"
+"""Local activity recording an Interaction run's settings (named for what it first held)."""
 TASK_ATTEMPT_ACTIVITY = "scope.task.attempt"
 """One background attempt (start, recover, resume or adopt a run, then wait for it)."""
 

@@ -24,6 +24,20 @@ class _Payload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class RunSettings(_Payload):
+    """What an Interaction's decisions depend on beyond its Definition, recorded in its
+    history when it starts (the result of `scope.record_digest`) and carried by
+    continue-as-new: a replay reads them back and never the replaying worker's
+    configuration."""
+
+    digest: str
+    """The Definition's digest when the Interaction started."""
+    payload_limit: int
+    """The largest payload the Interaction creates or accepts (the worker's limit)."""
+    delegates: tuple[str, ...] = ()
+    """The delegate Definitions the worker served, of those the Definition delegates to."""
+
+
 class InteractionInput(_Payload):
     """Start (or continue-as-new) one `scope.Interaction`."""
 
@@ -45,6 +59,8 @@ class InteractionInput(_Payload):
     context_sent: int = 0
     """Carried by continue-as-new: how many leading messages of the context the previous
     model call sent (the next call refers to them instead of sending them again)."""
+    settings: RunSettings | None = None
+    """Carried by continue-as-new: the settings the first run recorded."""
 
 
 class ToolCallInput(_Payload):
@@ -59,6 +75,9 @@ class ToolCallInput(_Payload):
     this outcome (an input wait, or an unknown outcome) without entering the tool again."""
     paused: bool = False
     """The Interaction was paused when it promoted the call."""
+    payload_limit: int | None = None
+    """The Interaction's recorded payload limit (None in histories from before it was
+    passed down: the serving worker's limit then applies)."""
 
 
 class ModelActivityInput(_Payload):

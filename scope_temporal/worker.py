@@ -38,13 +38,14 @@ from scope_temporal.payload_limits import (
     DEFAULT_PAYLOAD_LIMIT_BYTES,
     OFFLOADED_PAYLOAD_LIMIT_BYTES,
 )
+from scope_temporal.registry import Registry
 from scope_temporal.telemetry.install import worker_telemetry
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.versioning import pinned_deployment
-from scope_temporal.workflows import registry
 from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
+from scope_temporal.workflows.serving import RegistryInterceptor
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
 
 DEFAULT_TASK_OUTPUT = Path(".scope/task-output")
@@ -148,7 +149,8 @@ class ScopeWorker:
             payload_limit_bytes = (
                 DEFAULT_PAYLOAD_LIMIT_BYTES if storage is None else OFFLOADED_PAYLOAD_LIMIT_BYTES
             )
-        registry.register(task_queue, definitions, payload_limit=payload_limit_bytes)
+        self.registry = Registry(definitions, payload_limit=payload_limit_bytes)
+        """What this worker serves: its Definitions and payload limit."""
         self.task_queue = task_queue
         self.client = with_scope_converter(client, storage)
         self.client, telemetry = worker_telemetry(
@@ -165,13 +167,13 @@ class ScopeWorker:
         )
         tasks = TaskActivities(self.tools, runtime)
         activities = ScopeActivities(
+            registry=self.registry,
             models=models,
             reducers=reducers,
             tools=self.tools,
             middleware=middleware,
             observers=self._observers,
             background=runtime,
-            payload_limit=payload_limit_bytes,
         )
         self.worker = Worker(
             self.client,
@@ -188,7 +190,7 @@ class ScopeWorker:
             # the workflow instead of retrying its task forever. Set on the worker, not on
             # the workflow classes, so a Replayer still reports it as a replay failure.
             workflow_failure_exception_types=[NondeterminismError],
-            interceptors=interceptors,
+            interceptors=[RegistryInterceptor(self.registry), *interceptors],
             **{
                 # streamed model text reaches hosts as heartbeat details: send them often
                 # (periodic heartbeats stay at a third of the heartbeat timeout)

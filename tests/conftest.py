@@ -6,14 +6,17 @@ tool-call mappings, 50 interactions on three workers, ...) are skipped unless `-
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from scope_temporal import ScopeWorker
 from scope_temporal.names import SEARCH_ATTRIBUTES
 from scope_temporal.testing.devserver import DEV_SERVER_ARGS, temporal_cli_path
 from tests.faults import figures
+from tests.live.harness import REGISTRY_BY_QUEUE
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,6 +50,23 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("fault-injection figures")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def record_registries() -> Iterator[None]:
+    """Note what every ScopeWorker of the session serves, by task queue: the replay of
+    all histories at the end (tests/live/test_zz_replay.py) replays each with it."""
+    built = ScopeWorker.__init__
+
+    def recording(self: ScopeWorker, *args: Any, **kwargs: Any) -> None:
+        built(self, *args, **kwargs)
+        REGISTRY_BY_QUEUE[self.task_queue] = self.registry
+
+    ScopeWorker.__init__ = recording  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ScopeWorker.__init__ = built  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")

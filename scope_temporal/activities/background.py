@@ -8,16 +8,52 @@ telling the task its progress.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from temporalio import activity
 
 from scope_temporal import names
-from scope_temporal.background.attempts import run_attempt
+from scope_temporal.background.attempts import Beat, Tell, run_attempt
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.background.tool import BackgroundTool
-from scope_temporal.interaction.task_values import AttemptReport
+from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.payloads import HeartbeatState, TaskAttemptInput, TaskReport
 from scope_temporal.tools.outcome import ProgressSummary
 from scope_temporal.tools.registry import ToolRegistry
+
+
+async def attempt_task(
+    plan: AttemptPlan,
+    *,
+    attempt: int,
+    tools: ToolRegistry,
+    runtime: BackgroundRuntime,
+    previous: HeartbeatState | None,
+    beat: Beat,
+    tell: Tell,
+    heartbeat_every: float,
+    stop_on_cancel: Callable[[], bool],
+) -> AttemptReport:
+    """One attempt as `scope.task.attempt` makes it (see `background.attempts`): lost if
+    this worker has no background tool of that name."""
+    tool = tools.get(plan.tool)
+    if not isinstance(tool, BackgroundTool):
+        return AttemptReport(
+            attempt=attempt,
+            lost=f"no background tool {plan.tool!r} is registered on the worker that ran "
+            "the attempt",
+        )
+    return await run_attempt(
+        tool,
+        plan,
+        attempt=attempt,
+        previous=previous,
+        runtime=runtime,
+        beat=beat,
+        tell=tell,
+        heartbeat_every=heartbeat_every,
+        stop_on_cancel=stop_on_cancel,
+    )
 
 
 class TaskActivities:
@@ -34,13 +70,6 @@ class TaskActivities:
         plan = input.plan
         info = activity.info()
         number = plan.attempt + info.attempt - 1
-        tool = self.tools.get(plan.tool)
-        if not isinstance(tool, BackgroundTool):
-            return AttemptReport(
-                attempt=number,
-                lost=f"no background tool {plan.tool!r} is registered on the worker that ran "
-                "the attempt",
-            )
         previous = (
             HeartbeatState.model_validate(info.heartbeat_details[0])
             if info.heartbeat_details
@@ -53,12 +82,12 @@ class TaskActivities:
                 names.TASK_REPORT, TaskReport(attempt=number, progress=progress, resumed=resumed)
             )
 
-        return await run_attempt(
-            tool,
+        return await attempt_task(
             plan,
             attempt=number,
-            previous=previous,
+            tools=self.tools,
             runtime=self.runtime,
+            previous=previous,
             beat=activity.heartbeat,
             tell=tell,
             heartbeat_every=max(input.heartbeat.total_seconds() / 3, 0.2),
@@ -66,4 +95,4 @@ class TaskActivities:
         )
 
 
-__all__ = ["TaskActivities"]
+__all__ = ["TaskActivities", "attempt_task"]

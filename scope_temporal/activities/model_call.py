@@ -3,8 +3,9 @@ classify the outcome. Shared by the activity and by `LocalRunner`.
 
 Classification: a Response is `responded` (the loop judges it); a reducer error or a model
 that is not registered is a definite `host_failed` before any external work; any
-exception from the model, or a return value that is not a Response, is `unknown`.
-Cancellation propagates so the caller can treat it as unknown.
+exception from the model, or a return value that is not a Response, is `unknown`, and so
+is a response over the payload limit (`within_limit`). Cancellation propagates so the
+caller can treat it as unknown.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from scope_temporal.interaction.effects import (
 from scope_temporal.models.protocol import Model, ModelRequest
 from scope_temporal.models.streaming import DeltaSink, collecting_deltas
 from scope_temporal.observers import ObserverHub
+from scope_temporal.payload_limits import size_of, too_large
 
 ContextReducer = Callable[[list[Message]], "list[Message] | Awaitable[list[Message]]"]
 """Replaces the messages about to be sent (e.g. summarises old turns). Runs on the worker."""
@@ -103,6 +105,40 @@ async def call_model(
         )
     await observers.emit("model_settled", request=request, outcome=outcome)
     return outcome
+
+
+async def model_once(
+    request: ModelEffectRequest,
+    *,
+    models: Mapping[str, Model],
+    reducers: Mapping[str, ContextReducer],
+    observers: ObserverHub,
+    limit: int,
+    on_delta: DeltaSink,
+    around: Callable[[Awaitable[ModelResult]], Awaitable[ModelResult]] | None = None,
+) -> ModelResult:
+    """One model call as `scope.model` makes it: `call_model`, its outcome bounded by the
+    payload limit. `around` wraps the call (the activity heartbeats there)."""
+    work = call_model(request, models, reducers, observers, on_delta)
+    outcome = await (work if around is None else around(work))
+    return within_limit(outcome, request, limit)
+
+
+def within_limit(outcome: ModelResult, request: ModelEffectRequest, limit: int) -> ModelResult:
+    """The outcome, or unknown if the response is over `limit`: nothing can be proven
+    about a response that cannot be recorded."""
+    size = size_of(outcome)
+    if not isinstance(outcome, ModelResponded) or size <= limit:
+        return outcome
+    return ModelUnknown(
+        effect_id=outcome.effect_id,
+        diagnostic=too_large(
+            f"The response of model {request.model!r} (#{request.model_call_seq})",
+            size,
+            limit,
+            "It was not recorded; settle the effect by hand or lower max_tokens.",
+        ),
+    )
 
 
 def _ignore(text: str) -> None:

@@ -17,33 +17,32 @@ from typing import TypeVar
 from temporalio import activity
 
 from scope_temporal import names
-from scope_temporal.activities.model_call import ContextReducer, ModelResult, call_model
+from scope_temporal.activities.model_call import ContextReducer, ModelResult, model_once
 from scope_temporal.activities.model_input import (
     ContextUnavailable,
     ModelRequestBuilder,
     RequestMismatch,
 )
-from scope_temporal.activities.tool_attempt import run_tool_attempt, unauthorised
-from scope_temporal.background.runtime import BackgroundRuntime, activate
+from scope_temporal.activities.tool_attempt import attempt_once
+from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.chat import Message
 from scope_temporal.context_refs import ContextRef
-from scope_temporal.errors import PAYLOAD_TOO_LARGE
-from scope_temporal.interaction.effects import ModelHostFailed, ModelResponded, ModelUnknown
+from scope_temporal.interaction.effects import ModelHostFailed
 from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveTextBuffer
 from scope_temporal.observers import ObserverHub
-from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES, size_of, too_large
 from scope_temporal.payloads import (
     ContextPage,
     ContextPageRequest,
     ModelActivityInput,
+    RunSettings,
     ToolActivityInput,
 )
+from scope_temporal.registry import Registry
 from scope_temporal.tasks import TemporalTaskAccess
 from scope_temporal.tools.middleware import Middleware
-from scope_temporal.tools.outcome import AttemptOutcome, Unknown
+from scope_temporal.tools.outcome import AttemptOutcome
 from scope_temporal.tools.registry import ToolRegistry
-from scope_temporal.workflows import registry
 
 T = TypeVar("T")
 
@@ -119,33 +118,38 @@ class _LiveTextPublisher:
 
 
 class ScopeActivities:
-    """The activity implementations of one worker."""
+    """The activity implementations of one worker.
+
+    Args:
+        registry: the worker's Definitions (requests name theirs) and payload limit.
+    """
 
     def __init__(
         self,
         *,
+        registry: Registry,
         models: Mapping[str, Model],
         reducers: Mapping[str, ContextReducer],
         tools: ToolRegistry,
         middleware: Sequence[Middleware],
         observers: ObserverHub,
         background: BackgroundRuntime,
-        payload_limit: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
     ) -> None:
+        self.registry = registry
         self.background = background
         self.models = dict(models)
         self.reducers = dict(reducers)
         self.tools = tools
         self.middleware = tuple(middleware)
         self.observers = observers
-        self.payload_limit = payload_limit
         self.requests = ModelRequestBuilder()
 
     @staticmethod
     @activity.defn(name=names.RECORD_DIGEST_ACTIVITY)
-    async def record_digest(digest: str) -> str:
-        """Echo the Definition digest so its first value is recorded in history."""
-        return digest
+    async def record_digest(settings: RunSettings) -> RunSettings:
+        """Echo a run's settings (the Definition's digest, the payload limit, the served
+        delegates) so their first values are recorded in history."""
+        return settings
 
     @activity.defn(name=names.MODEL_ACTIVITY)
     async def model(self, input: ModelActivityInput) -> ModelResult:
@@ -155,7 +159,7 @@ class ScopeActivities:
         `model_input`); a prefix that cannot be obtained raises `ContextUnavailable`
         before the model is called, which the workflow records as unknown.
         """
-        definition = registry.lookup(activity.info().task_queue, input.definition)
+        definition = self.registry.lookup(input.definition)
         try:
             request = await self.requests.rebuild(input, definition, _fetch_prefix)
         except RequestMismatch as mismatch:
@@ -165,23 +169,17 @@ class ScopeActivities:
             LiveTextBuffer(request.process_id, request.model_call_seq), heartbeat
         )
         try:
-            outcome = await heartbeat.around(
-                call_model(request, self.models, self.reducers, self.observers, live.add)
+            return await model_once(
+                request,
+                models=self.models,
+                reducers=self.reducers,
+                observers=self.observers,
+                limit=self.registry.payload_limit,
+                on_delta=live.add,
+                around=heartbeat.around,
             )
         finally:
             live.close()
-        size = size_of(outcome)
-        if isinstance(outcome, ModelResponded) and size > self.payload_limit:
-            return ModelUnknown(
-                effect_id=outcome.effect_id,
-                diagnostic=too_large(
-                    f"The response of model {request.model!r} (#{request.model_call_seq})",
-                    size,
-                    self.payload_limit,
-                    "It was not recorded; settle the effect by hand or lower max_tokens.",
-                ),
-            )
-        return outcome
 
     @activity.defn(name=names.TOOL_ACTIVITY)
     async def tool(self, input: ToolActivityInput) -> AttemptOutcome:
@@ -194,31 +192,16 @@ class ScopeActivities:
         limit becomes `Unknown(interaction.payload.too_large)`: the body ran, so only the
         host may settle the call (see `payload_limits`).
         """
-        request = input.attempt.request
-        definition = registry.lookup(activity.info().task_queue, request.definition)
-        refused = unauthorised(request, definition, self.tools)
-        if refused is not None:
-            return refused
-        runtime = dataclasses.replace(self.background, tasks=TemporalTaskAccess(activity.client()))
-        with activate(runtime):
-            outcome = await _Heartbeat(input.heartbeat).around(
-                run_tool_attempt(input.attempt, self.tools, self.middleware, self.observers)
-            )
-        size = size_of(outcome)
-        if size <= self.payload_limit:
-            return outcome
-        # The body ran (its side effects happened) but its outcome cannot be recorded:
-        # unknown, so the host settles it from the retained request; never re-run.
-        return Unknown(
-            code=PAYLOAD_TOO_LARGE,
-            diagnostic=too_large(
-                f"The {outcome.kind} outcome of tool {input.attempt.request.call.name!r}",
-                size,
-                self.payload_limit,
-                "The tool ran, but its outcome was not recorded; settle the effect by hand. "
-                "Have the tool return less (or store large output elsewhere and return a "
-                "reference), or give the worker storage= to offload large payloads.",
+        return await attempt_once(
+            input.attempt,
+            registry=self.registry,
+            tools=self.tools,
+            middleware=self.middleware,
+            observers=self.observers,
+            runtime=dataclasses.replace(
+                self.background, tasks=TemporalTaskAccess(activity.client())
             ),
+            around=_Heartbeat(input.heartbeat).around,
         )
 
 

@@ -1,23 +1,28 @@
 """What `scope.tool` does, free of Temporal: run one entry into a tool body and classify it.
 
-Shared by the activity and by `LocalRunner`. The executor checks the permission and the
-argument schema before any body runs; see `scope_temporal.tools.executor` for the five
-outcome kinds. Cancellation propagates so the caller can treat it as unknown.
+Shared by the activity and by `LocalRunner` (`attempt_once`). The worker refuses a
+request its Definition does not grant before anything runs; the executor checks the
+permission and the argument schema before any body runs (see
+`scope_temporal.tools.executor` for the five outcome kinds); an outcome over the payload
+limit is unknown. Cancellation propagates so the caller can treat it as unknown.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
+from scope_temporal.background.runtime import BackgroundRuntime, activate
 from scope_temporal.definition import Definition
-from scope_temporal.errors import TOOL_NOT_AUTHORIZED
+from scope_temporal.errors import PAYLOAD_TOO_LARGE, TOOL_NOT_AUTHORIZED
 from scope_temporal.interaction.effects import ToolEffectRequest
 from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.observers import ObserverHub
+from scope_temporal.payload_limits import size_of, too_large
+from scope_temporal.registry import Registry
 from scope_temporal.tools.context import ToolInvocation
 from scope_temporal.tools.executor import execute_tool
 from scope_temporal.tools.middleware import Middleware
-from scope_temporal.tools.outcome import AttemptOutcome, Rejected
+from scope_temporal.tools.outcome import AttemptOutcome, Rejected, Unknown
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.tools.rejections import not_authorized
 
@@ -82,3 +87,42 @@ def unauthorised(
         permission = spec.permission if spec is not None else "exec"
         return Rejected(result=not_authorized(call, permission), code=TOOL_NOT_AUTHORIZED)
     return None
+
+
+async def attempt_once(
+    attempt: ToolAttempt,
+    *,
+    registry: Registry,
+    tools: ToolRegistry,
+    middleware: Sequence[Middleware],
+    observers: ObserverHub,
+    runtime: BackgroundRuntime,
+    around: Callable[[Awaitable[AttemptOutcome]], Awaitable[AttemptOutcome]] | None = None,
+) -> AttemptOutcome:
+    """One attempt as `scope.tool` makes it: refused unless its Definition grants it, the
+    body entered once with `runtime` reachable (`current_runtime()`), the outcome bounded
+    by the payload limit. `around` wraps the body's run (the activity heartbeats there).
+    """
+    request = attempt.request
+    refused = unauthorised(request, registry.lookup(request.definition), tools)
+    if refused is not None:
+        return refused
+    with activate(runtime):
+        work = run_tool_attempt(attempt, tools, middleware, observers)
+        outcome = await (work if around is None else around(work))
+    size = size_of(outcome)
+    if size <= registry.payload_limit:
+        return outcome
+    # The body ran (its side effects happened) but its outcome cannot be recorded:
+    # unknown, so the host settles it from the retained request; never re-run.
+    return Unknown(
+        code=PAYLOAD_TOO_LARGE,
+        diagnostic=too_large(
+            f"The {outcome.kind} outcome of tool {request.call.name!r}",
+            size,
+            registry.payload_limit,
+            "The tool ran, but its outcome was not recorded; settle the effect by hand. "
+            "Have the tool return less (or store large output elsewhere and return a "
+            "reference), or give the worker storage= to offload large payloads.",
+        ),
+    )

@@ -23,7 +23,7 @@ A cancelled foreground attempt stops the run: nobody will own it.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from scope_temporal.background import envelopes
 from scope_temporal.background.observe import RunFailure, RunObserver
@@ -33,12 +33,32 @@ from scope_temporal.ids import task_id
 from scope_temporal.tools.context import current_tool_call
 from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.outcome import Backgrounded, ProgressSummary, TaskLaunch
-
-if TYPE_CHECKING:
-    from scope_temporal.background.tool import BackgroundTool
+from scope_temporal.tools.spec import BackgroundSpec
 
 
-async def run_foreground(tool: BackgroundTool, arguments_json: str) -> str | Backgrounded:
+class ForegroundTool(Protocol):
+    """What the foreground attempt needs of a background tool (`BackgroundTool` has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def settings(self) -> BackgroundSpec: ...
+
+    def decode(self, arguments_json: str) -> tuple[Any, bool | None]: ...
+
+    def prepare(self, arguments: Any) -> Any: ...
+
+    def check(self, arguments: Any) -> None: ...
+
+    def encode(self, arguments: Any) -> str: ...
+
+    def wants_background(self, arguments: Any) -> bool: ...
+
+    async def start(self, task_id: str, arguments: Any, attempt: int) -> RunHandle: ...
+
+
+async def run_foreground(tool: ForegroundTool, arguments_json: str) -> str | Backgrounded:
     """Run the foreground attempt (see the module docstring).
 
     Returns:
@@ -103,7 +123,7 @@ async def run_foreground(tool: BackgroundTool, arguments_json: str) -> str | Bac
 
 
 def _finish(
-    tool: BackgroundTool,
+    tool: ForegroundTool,
     launch: TaskLaunch,
     handle: RunHandle,
     outcome: RunOutcome,
@@ -141,4 +161,4 @@ async def _stop_quietly(handle: RunHandle) -> None:
         return
 
 
-__all__ = ["run_foreground"]
+__all__ = ["ForegroundTool", "run_foreground"]

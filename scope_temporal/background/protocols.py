@@ -30,58 +30,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any, Literal, Protocol, runtime_checkable
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any, Protocol, runtime_checkable
 
 from scope_temporal.background.progress import ProgressUpdate
-
-RunStatus = Literal["completed", "failed", "canceled", "waiting_input"]
-
-
-class RunOutcome(BaseModel):
-    """The authoritative end of a run (or its pause for input): what `RunHandle.wait` gives.
-
-    Build one with `completed(data)`, `failed(error)`, `canceled()` or
-    `waiting_input(prompt, response_schema, checkpoint)`.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    status: RunStatus
-    data: Any = None
-    """`completed`: the result, any JSON value (the model reads it via `task_output`)."""
-    error: str | None = None
-    """`failed`: what went wrong, for the model; `canceled`: why, if known."""
-    prompt: Any = None
-    """`waiting_input`: the question for the host (a string or any JSON value)."""
-    response_schema: dict[str, Any] | None = None
-    """`waiting_input`: the JSON schema an answer must match."""
-    checkpoint: Any = None
-    """`waiting_input`: the checkpoint `resume` receives (None keeps the previous one)."""
-
-    @classmethod
-    def completed(cls, data: Any = None) -> RunOutcome:
-        return cls(status="completed", data=data)
-
-    @classmethod
-    def failed(cls, error: str) -> RunOutcome:
-        return cls(status="failed", error=error)
-
-    @classmethod
-    def canceled(cls, reason: str | None = None) -> RunOutcome:
-        return cls(status="canceled", error=reason)
-
-    @classmethod
-    def waiting_input(
-        cls, prompt: Any, response_schema: dict[str, Any], checkpoint: Any = None
-    ) -> RunOutcome:
-        return cls(
-            status="waiting_input",
-            prompt=prompt,
-            response_schema=dict(response_schema),
-            checkpoint=checkpoint,
-        )
+from scope_temporal.tools.outcome import RunOutcome, RunStatus
 
 
 class RunHandle(ABC):

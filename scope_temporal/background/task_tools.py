@@ -1,6 +1,7 @@
-"""The tools the model follows its background tasks with: `task_status`, `task_output`,
-`task_cancel`. A Definition binding any background tool advertises them; the worker
-serves them (they run in `scope.tool` like other tools and read the task's workflow).
+"""The bodies of the tools the model follows its background tasks with: `task_status`,
+`task_output`, `task_cancel`, bound to their declarations (`tools.task_specs`, what a
+Definition binding any background tool advertises). The worker serves them: they run in
+`scope.tool` like other tools and read the task's workflow.
 
 Each answers with one `update` envelope. A model may only reach the tasks its own
 Interaction launched (`<interaction id>/task/...`); any other id is "not found".
@@ -17,8 +18,9 @@ from scope_temporal.background.runtime import TaskAccess, current_runtime
 from scope_temporal.errors import TaskEnded
 from scope_temporal.ids import task_owner
 from scope_temporal.interaction.snapshot import TaskSnapshot
+from scope_temporal.tools import task_specs as declared
 from scope_temporal.tools.context import current_tool_call
-from scope_temporal.tools.decorator import Tool, tool
+from scope_temporal.tools.decorator import Tool, implement
 from scope_temporal.tools.failures import ToolFailure
 
 MAX_WAIT_SECONDS = 300
@@ -55,26 +57,11 @@ async def _until(task_id: str, seconds: float, done: bool) -> TaskSnapshot:
     return task
 
 
-@tool(permission="read", execution="parallel")
-async def task_status(task_id: str) -> str:
-    """Report the status and progress of a background task.
-
-    Args:
-        task_id: the task_id of a launch_result.
-    """
+async def _status(task_id: str) -> str:
     return envelopes.update(await _find(task_id))
 
 
-@tool(permission="read", execution="parallel")
-async def task_output(task_id: str, wait_seconds: float = 0, events: int = 10) -> str:
-    """Read a background task's result (when it has ended) and its latest progress events.
-
-    Args:
-        task_id: the task_id of a launch_result.
-        wait_seconds: wait up to this long (at most 300) for the task to end or ask a
-            question first.
-        events: how many of its latest progress events to include (0-50).
-    """
+async def _output(task_id: str, wait_seconds: float = 0, events: int = 10) -> str:
     task = await _until(task_id, min(max(wait_seconds, 0), MAX_WAIT_SECONDS), done=False)
     count = min(max(events, 0), 50)
     stored = current_runtime().materializer
@@ -83,14 +70,7 @@ async def task_output(task_id: str, wait_seconds: float = 0, events: int = 10) -
     return envelopes.update(task, latest)
 
 
-@tool(permission="write", execution="parallel")
-async def task_cancel(task_id: str, reason: str = "") -> str:
-    """Stop a background task (its run is asked to stop; the result says how it ended).
-
-    Args:
-        task_id: the task_id of a launch_result.
-        reason: why, kept with the task.
-    """
+async def _cancel(task_id: str, reason: str = "") -> str:
     task = await _find(task_id)
     if task.ended:
         return envelopes.update(task, note="the task had already ended; nothing was stopped")
@@ -101,8 +81,11 @@ async def task_cancel(task_id: str, reason: str = "") -> str:
     return envelopes.update(task, note=note)
 
 
+task_status = implement(declared.task_status, _status)
+task_output = implement(declared.task_output, _output)
+task_cancel = implement(declared.task_cancel, _cancel)
+
 TASK_TOOLS: tuple[Tool[..., Any], ...] = (task_status, task_output, task_cancel)
 """The framework's task tools, in the order they are advertised."""
-TASK_TOOL_NAMES = frozenset(t.name for t in TASK_TOOLS)
 
-__all__ = ["TASK_TOOLS", "TASK_TOOL_NAMES", "task_cancel", "task_output", "task_status"]
+__all__ = ["TASK_TOOLS", "task_cancel", "task_output", "task_status"]

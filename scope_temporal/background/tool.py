@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from scope_temporal.background.foreground import run_foreground
 from scope_temporal.background.protocols import Handoff, Recoverable, Resumable, RunHandle
 from scope_temporal.errors import DefinitionError
 from scope_temporal.tools.decorator import (
@@ -162,8 +163,6 @@ class BackgroundTool(Tool[..., Any]):
 
     async def invoke(self, arguments_json: str) -> object:
         """The foreground attempt (see `foreground.run_foreground`)."""
-        from scope_temporal.background.foreground import run_foreground
-
         return await run_foreground(self, arguments_json)
 
     def __repr__(self) -> str:

@@ -7,9 +7,9 @@ waits for its outcome. It feeds back exactly one `AttemptReport` per attempt, an
 meanwhile `on_progress` (counts and resume acknowledgements the attempt sends), the
 host's answers (`answer`) and cancellation (`request_cancel`).
 
-Rules:
- 1. Attempts run one at a time; a report is accepted only while an attempt runs
-    (`_LEGAL` lists every legal (phase, event) pair; any other pair is refused).
+Rules (in the one machine style, `transitions.py`: `TABLE` lists every legal (phase,
+event) pair and where it may lead; any other pair is refused):
+ 1. Attempts run one at a time; a report is accepted only while an attempt runs.
  2. `completed`, `failed` and `canceled` are terminal.
  3. A run waiting for input opens one wait. An answer valid against its schema schedules a
     `resume` attempt with the answer id as request id; if the tool refuses it (before any
@@ -28,8 +28,7 @@ unexpected exception fails the task closed (`interaction.state.invalid`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, assert_never
 
 from scope_temporal import errors
 from scope_temporal.errors import (
@@ -43,10 +42,11 @@ from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
     RejectedSignal,
+    SignalKind,
     TaskSnapshot,
     TaskStatus,
 )
-from scope_temporal.interaction.state import transact
+from scope_temporal.interaction.steering import record_rejection
 from scope_temporal.interaction.task_values import (
     AttemptPlan,
     AttemptReport,
@@ -54,26 +54,35 @@ from scope_temporal.interaction.task_values import (
     TaskQuestion,
     TaskState,
     Verdict,
+    lost_reason,
     task_process,
 )
+from scope_temporal.interaction.transitions import Machine, Table, same
 from scope_temporal.tools.outcome import ProgressSummary, TaskLaunch
 
-T = TypeVar("T")
+Event = Literal["next_attempt", "report", "answer", "cancel", "progress", "record"]
 
-_TERMINAL = frozenset({"completed", "failed", "canceled"})
-_LEGAL: dict[str, frozenset[str]] = {
-    "next_attempt": frozenset({"ready"}),
-    "report": frozenset({"running"}),
-    "answer": frozenset({"waiting_input"}),
-    "cancel": frozenset({"ready", "running", "waiting_input"}),
+_TERMINAL: tuple[Phase, ...] = ("completed", "failed", "canceled")
+_ANY: tuple[Phase, ...] = ("ready", "running", "waiting_input", *_TERMINAL)
+TABLE: Table[Event, Phase] = {
+    "next_attempt": {"ready": frozenset({"running"})},
+    "report": {"running": frozenset({"ready", "waiting_input", *_TERMINAL})},
+    "answer": {"waiting_input": frozenset({"ready"})},
+    "cancel": {
+        "ready": frozenset({"canceled"}),
+        "running": frozenset({"running"}),  # the attempt is asked to stop; its report ends it
+        "waiting_input": frozenset({"canceled"}),
+    },
+    "progress": same(*_ANY),  # counts only grow: a stale report changes nothing
+    "record": same(*_ANY),
 }
+"""Every legal (phase, event) pair of a background task and the phases it may lead to."""
 
 
-class BackgroundTaskMachine:
+class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
     """The pure Background task Process."""
 
-    def __init__(self, state: TaskState) -> None:
-        self._state = state
+    TABLE = TABLE
 
     @classmethod
     def start(
@@ -125,26 +134,19 @@ class BackgroundTaskMachine:
 
     # --- transitions -----------------------------------------------------------------
 
-    def _apply(self, event: str, change: Callable[[TaskState], T]) -> T:
-        phase = self._state.phase
-        if phase not in _LEGAL[event]:
-            if phase in _TERMINAL:
-                raise TaskEnded(
-                    f"Background task {self._state.launch.task_id!r} has ended ({phase}); "
-                    f"refusing {event}."
-                )
-            raise ProtocolError(
-                f"Background task {self._state.launch.task_id!r}: {event} is not legal in "
-                f"phase {phase}."
-            )
+    @staticmethod
+    def _phase(state: TaskState) -> Phase:
+        return state.phase
 
-        def crash(exc: Exception) -> None:  # fail closed: never half-updated
-            self._end(
-                self._state, "failed", error=f"internal error: {exc!r}", code=errors.STATE_INVALID
-            )
+    def _refusal(self, event: Event, phase: Phase) -> ScopeError:
+        task = self._state.launch.task_id
+        if phase in _TERMINAL:
+            return TaskEnded(f"Background task {task!r} has ended ({phase}); refusing {event}.")
+        return ProtocolError(f"Background task {task!r}: {event} is not legal in phase {phase}.")
 
-        self._state, result = transact(self._state, change, crash)
-        return result
+    @staticmethod
+    def _crash(state: TaskState, message: str) -> None:
+        BackgroundTaskMachine._end(state, "failed", error=message, code=errors.STATE_INVALID)
 
     def next_attempt(self) -> AttemptPlan | None:
         """The attempt to run now (each returned once), or None."""
@@ -195,41 +197,49 @@ class BackgroundTaskMachine:
                 s.phase = "ready"
                 s.plan = self._plan("recover", s)
                 return
-            self._end(s, "failed", error=self._lost(s, plan, report), code=errors.TASK_LOST)
-        elif outcome.status == "completed":
-            self._end(s, "completed", data=outcome.data)
-        elif outcome.status == "failed":
-            self._end(
-                s, "failed", error=outcome.error, code=report.code or errors.TOOL_EXECUTION_FAILED
-            )
-        elif outcome.status == "canceled" or s.cancel_reason is not None:
-            self._end(
-                s, "canceled", error=s.cancel_reason or outcome.error, code=errors.TASK_CANCELED
-            )
-        elif not s.launch.settings.resumable:
-            self._end(
-                s,
-                "failed",
-                error="the run asked for input, but this tool cannot be resumed",
-                code=errors.TASK_NOT_RESUMABLE,
-            )
-        else:
-            if outcome.checkpoint is not None:
-                s.checkpoint = outcome.checkpoint
-            self._ask(s, outcome.prompt, outcome.response_schema or {})
+            self._end(s, "failed", error=lost_reason(s.launch, plan, report), code=errors.TASK_LOST)
+            return
+        match outcome.status:
+            case "completed":
+                self._end(s, "completed", data=outcome.data)
+            case "failed":
+                code = report.code or errors.TOOL_EXECUTION_FAILED
+                self._end(s, "failed", error=outcome.error, code=code)
+            case "canceled":
+                error = s.cancel_reason or outcome.error
+                self._end(s, "canceled", error=error, code=errors.TASK_CANCELED)
+            case "waiting_input" if s.cancel_reason is not None:
+                self._end(s, "canceled", error=s.cancel_reason, code=errors.TASK_CANCELED)
+            case "waiting_input" if not s.launch.settings.resumable:
+                self._end(
+                    s,
+                    "failed",
+                    error="the run asked for input, but this tool cannot be resumed",
+                    code=errors.TASK_NOT_RESUMABLE,
+                )
+            case "waiting_input":
+                if outcome.checkpoint is not None:
+                    s.checkpoint = outcome.checkpoint
+                self._ask(s, outcome.prompt, outcome.response_schema or {})
+            case _:
+                assert_never(outcome.status)
 
     def on_progress(
         self, attempt: int, progress: ProgressSummary | None, resumed: str | None = None
     ) -> None:
         """A running attempt's news (`attempt` is its number): newer progress, or that
         `resume` took the answer with id `resumed`."""
-        s = self._state
-        s.progress = s.progress.merged(progress)
-        if s.phase == "running":
-            s.attempt = max(s.attempt, attempt)
-        plan = s.plan
-        if resumed is not None and s.phase == "running" and plan and plan.request_id == resumed:
-            s.verdicts.setdefault(resumed, "accepted")
+
+        def change(s: TaskState) -> None:
+            s.progress = s.progress.merged(progress)
+            if s.phase == "running":
+                s.attempt = max(s.attempt, attempt)
+            plan = s.plan
+            running = s.phase == "running" and plan is not None
+            if resumed is not None and running and plan and plan.request_id == resumed:
+                s.verdicts.setdefault(resumed, "accepted")
+
+        self._apply("progress", change)
 
     def check_answer(self, wait: str, answer_id: str, response: Any) -> bool:
         """Validate an answer; True if new, False if an exact duplicate.
@@ -281,13 +291,10 @@ class BackgroundTaskMachine:
 
         return self._apply("cancel", change)
 
-    def record_rejected(
-        self, signal_id: str, signal: Literal["tool_input", "resolve", "steer"], error: ScopeError
-    ) -> None:
-        self._state.rejected_signals.append(
-            RejectedSignal(
-                signal_id=signal_id, signal=signal, code=error.code, message=error.message
-            )
+    def record_rejected(self, signal_id: str, signal: SignalKind, error: ScopeError) -> None:
+        """Record a refused signal for the snapshot (the latest ones); nothing else changes."""
+        self._apply(
+            "record", lambda s: record_rejection(s.rejected_signals, signal_id, signal, error)
         )
 
     # --- helpers ---------------------------------------------------------------------
@@ -327,23 +334,6 @@ class BackgroundTaskMachine:
             response_schema=response_schema,
         )
         s.phase = "waiting_input"
-
-    @staticmethod
-    def _lost(s: TaskState, plan: AttemptPlan, report: AttemptReport) -> str:
-        why = report.lost or "no outcome"
-        if plan.mode == "adopt":
-            return (
-                f"the worker holding the live run was lost before the background took it over "
-                f"({why}); {s.launch.tool} cannot be recovered, so the run's outcome is "
-                "unknown. Nothing was run again."
-            )
-        if s.launch.settings.recoverable:
-            return f"every background attempt ({plan.max_attempts}) ended without an outcome: {why}"
-        return (
-            f"the background attempt ended without an outcome ({why}); {s.launch.tool} "
-            "cannot be recovered, so whether the operation finished is unknown. Nothing was "
-            "run again."
-        )
 
     @staticmethod
     def _end(
@@ -397,4 +387,4 @@ class BackgroundTaskMachine:
         )
 
 
-__all__ = ["BackgroundTaskMachine"]
+__all__ = ["TABLE", "BackgroundTaskMachine"]

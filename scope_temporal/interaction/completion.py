@@ -1,31 +1,58 @@
-"""Completion: a candidate output is accepted, sent back with feedback, or deferred.
+"""Completion: what becomes of a candidate output (a decision; the machine applies it).
 
 A candidate (a final reply, or a fully successful direct-result batch) completes only if
-no steer is pending and the output schema and completion validator accept it.
+no steer is pending and the output schema and completion validator accept it; rejected,
+the model is called again with the feedback; a validator that itself fails is a
+definite host failure.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
-from scope_temporal.chat import Message, Response, ToolResult
+from scope_temporal.chat import Response, ToolResult
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction import rules
 from scope_temporal.interaction.state import InteractionState
-from scope_temporal.outputs import CompletionCandidate, Output
+from scope_temporal.outputs import CompletionCandidate, Failure, Output
 
 
-def candidate(
+@dataclass(frozen=True)
+class Accepted:
+    """The Interaction completes with `output`."""
+
+    output: Output
+
+
+@dataclass(frozen=True)
+class Again:
+    """The model is called again; `feedback` (if any) is its next user message."""
+
+    feedback: str | None = None
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The validator itself failed: the Interaction fails with `failure`."""
+
+    failure: Failure
+
+
+Decision = Accepted | Again | Refused
+
+
+def judge(
     definition: Definition,
     s: InteractionState,
     *,
     model_response: Response | None = None,
     direct: tuple[ToolResult, ...] | None = None,
-) -> None:
+) -> Decision:
+    """What becomes of the candidate (reads the state, changes nothing)."""
     if s.mailbox:
-        s.phase = "need_model"  # a pending steer always gets its model call
-        return
+        return Again()  # a pending steer always gets its model call
     source: Literal["model_response", "direct_tool_results"] = (
         "model_response" if model_response is not None else "direct_tool_results"
     )
@@ -47,18 +74,19 @@ def candidate(
             ),
         )
     except ScopeError as error:  # the validator itself raised: a definite host failure
-        rules.fail(s, error.code, error.message)
-        return
+        return Refused(Failure.of(error.code, error.message))
     if feedback is not None:
-        s.context.append(Message.user(feedback))
-        s.phase = "need_model"
-        return
-    s.output = Output(
-        source=source,
-        model_response=model_response,
-        direct_tool_results=direct,
-        model_calls=s.model_calls,
-        artifacts=tuple(s.artifacts),
-        data=data,
+        return Again(feedback)
+    return Accepted(
+        Output(
+            source=source,
+            model_response=model_response,
+            direct_tool_results=direct,
+            model_calls=s.model_calls,
+            artifacts=tuple(s.artifacts),
+            data=data,
+        )
     )
-    s.phase = "completed"
+
+
+__all__ = ["Accepted", "Again", "Decision", "Refused", "judge"]

@@ -1,10 +1,13 @@
 """THE LOOP: the Interaction as a pure state machine.
 
-Theory of operation. The machine never calls out. A driver (the Temporal workflow, or
-`LocalRunner`) asks `next_effects()` for what to start, performs those effects, and feeds
-back exactly one settlement per Effect (`on_model`, `on_call`) plus signals (`steer`,
-`resolve`, `pause`, `resume`). The machine has no clock, no I/O and no randomness, so
-the same inputs always give the same effects: that is what makes Temporal replay safe.
+Theory of operation. The machine never calls out. A driver (`scope_temporal.driver`, on
+Temporal or in `LocalRunner`) asks `next_effects()` for what to start, performs those
+effects, and feeds back exactly one settlement per Effect (`on_model`, `on_call`) plus
+the host's inputs (`steer`, `resolve`, `pause`, `resume`, `cancel`). The machine has no
+clock, no I/O and no randomness, so the same inputs always give the same effects: that
+is what makes Temporal replay safe. It is written in the one machine style
+(`transitions.py`): `TABLE` below lists every legal (phase, event) pair and where it may
+lead; the phase is assigned here and nowhere else.
 
 The rules it keeps (DESIGN.md section 2):
  1. Pending steers are applied, in arrival order, right before a model call, never during
@@ -17,70 +20,74 @@ The rules it keeps (DESIGN.md section 2):
     "not executed" result and the model is called again; any other finish fails.
  5. Unknown tools, unauthorised tools and invalid arguments settle at admission with a
     model-visible rejected result; no child starts (`rounds.py`).
- 6. Calls start as `scheduling.py` allows: parallel tools within the window, a
-    sequential or exclusive call alone (a barrier), delegates unless a barrier holds them
-    back. The round commits, results in call order, only when every call
-    is definite. Advertisements commit only with a successful call (`rounds.py`).
+ 6. Calls start as `scheduling.py` allows. The round commits, results in call order,
+    only when every call is definite; advertisements commit only with a successful call.
  7. A candidate (a final reply, or a fully successful direct-result batch) completes only
     if no steer is pending and the completion validator accepts it; otherwise the model
     is called again (`completion.py`). `max_model_calls` is the hard bound
     (`interaction.limit.model_calls`).
-
-Every transition works on a copy and commits only when it succeeds: a refused input
-(`ScopeError`) leaves the state untouched; an unexpected exception fails the machine
-closed (`interaction.state.invalid`) and it refuses further input.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal, TypeVar
+from typing import Literal, assert_never
 
 from scope_temporal import errors
-from scope_temporal.chat import FinishReason, Message, Response
+from scope_temporal.chat import FinishReason, Message, Response, ToolResult
 from scope_temporal.definition import Definition
-from scope_temporal.errors import InvalidSignal, ProtocolError, ScopeError, SettlementMismatch
-from scope_temporal.ids import (
-    model_effect_id,
-    task_id,
-)
-from scope_temporal.interaction import completion, projection, rounds, rules
+from scope_temporal.errors import InvalidSignal, ProtocolError, ScopeError
+from scope_temporal.interaction import completion, rounds, rules, turns
 from scope_temporal.interaction.effects import (
     CallModel,
     CallOutcome,
     Effect,
-    ModelEffectRequest,
     ModelHostFailed,
     ModelOutcome,
     ModelResponded,
     ModelSettlement,
     ModelUnknown,
 )
-from scope_temporal.interaction.snapshot import (
-    ProcessSnapshot,
-    ResultEntry,
-    Status,
-)
+from scope_temporal.interaction.projection import InteractionView
+from scope_temporal.interaction.snapshot import ResultEntry, SignalKind
 from scope_temporal.interaction.state import (
+    LIVE_PHASES,
     TERMINAL_PHASES,
     InteractionState,
-    PendingModel,
+    Phase,
     SteerEnvelope,
-    transact,
 )
-from scope_temporal.interaction.steering import (
-    check_steer_messages,
-    record_rejection,
-    steer_digest,
-)
-from scope_temporal.outputs import Failure, Output
+from scope_temporal.interaction.steering import check_steer, record_rejection, steer_digest
+from scope_temporal.interaction.transitions import Machine, Table, same
+from scope_temporal.outputs import Failure
 from scope_temporal.tools import rejections
 
-T = TypeVar("T")
-ArgumentValidator = Callable[[dict[str, object], str], "str | None"]
+Event = Literal[
+    "next_effects", "model_settled", "resolve", "call_settled", "steer", "pause", "resume",
+    "cancel", "fail", "record",
+]  # fmt: skip
+
+_ANY = (*LIVE_PHASES, *TERMINAL_PHASES)
+_ADMITTED: frozenset[Phase] = frozenset({"need_model", "round", "completed", "failed"})
+TABLE: Table[Event, Phase] = {
+    "next_effects": {
+        "need_model": frozenset({"model", "failed"}),
+        "model": frozenset({"model"}),
+        "round": frozenset({"round"}),
+    },
+    "model_settled": {"model": _ADMITTED | {"model"}},
+    "resolve": {"model": _ADMITTED},
+    "call_settled": {"round": _ADMITTED},
+    "steer": same(*LIVE_PHASES),
+    "pause": same(*_ANY),  # a paused Process starts nothing new
+    "resume": same(*_ANY),
+    "cancel": {**{p: frozenset({"canceled"}) for p in LIVE_PHASES}, **same(*TERMINAL_PHASES)},
+    "fail": {**{p: frozenset({"failed"}) for p in LIVE_PHASES}, **same(*TERMINAL_PHASES)},
+    "record": same(*_ANY),
+}
+"""Every legal (phase, event) pair of the Interaction and the phases it may lead to."""
 
 
-class InteractionMachine:
+class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event]):
     """The pure Interaction state machine for one Process.
 
     Args:
@@ -91,6 +98,8 @@ class InteractionMachine:
         ProtocolError: `interaction.definition.changed` if the digests differ.
     """
 
+    TABLE = TABLE
+
     def __init__(self, definition: Definition, state: InteractionState) -> None:
         if state.digest != definition.digest:
             raise ProtocolError(
@@ -100,8 +109,8 @@ class InteractionMachine:
                 "name, or finish old runs first (docs/deploy.md).",
                 code=errors.DEFINITION_CHANGED,
             )
+        super().__init__(state)
         self.definition = definition
-        self._state = state
 
     @classmethod
     def start(
@@ -137,151 +146,58 @@ class InteractionMachine:
         )
         return cls(definition, state)
 
-    # --- reading ---------------------------------------------------------------------
+    # --- the one machine style -------------------------------------------------------
 
-    @property
-    def state(self) -> InteractionState:
-        """A copy of the full state (safe to serialise or keep)."""
-        return self._state.model_copy(deep=True)
+    @staticmethod
+    def _phase(state: InteractionState) -> Phase:
+        return state.phase
 
-    @property
-    def process_id(self) -> str:
-        return self._state.process_id
-
-    @property
-    def model_calls(self) -> int:
-        """Model responses consumed so far (including host-settled ones)."""
-        return self._state.model_calls
-
-    @property
-    def advertised(self) -> tuple[str, ...]:
-        """Deferred tools advertised so far, in advertisement order."""
-        return tuple(self._state.advertised)
-
-    @property
-    def max_model_calls(self) -> int | None:
-        return self._state.max_model_calls
-
-    @property
-    def active_children(self) -> tuple[str, ...]:
-        """Process ids of the running child calls (ToolCall and Delegate children)."""
-        round_ = self._state.round
-        if round_ is None:
-            return ()
-        return tuple(x.process_id or "" for x in round_.slots if x.status == "running")
-
-    @property
-    def done(self) -> bool:
-        return self._state.phase in TERMINAL_PHASES
-
-    @property
-    def output(self) -> Output | None:
-        return self._state.output
-
-    @property
-    def failure(self) -> Failure | None:
-        return self._state.failure
-
-    @property
-    def model_in_flight(self) -> bool:
-        """A model call was started and has not reported anything yet."""
-        model = self._state.model
-        return model is not None and model.emitted and not model.unknown
-
-    @property
-    def queued_message_bytes(self) -> int:
-        """JSON bytes of the working context plus the queued steers: what the next model
-        call would send, before its tool manifest."""
-        s = self._state
-        messages = [*s.context, *(m for e in s.mailbox for m in e.messages)]
-        return sum(len(m.model_dump_json()) for m in messages)
-
-    @property
-    def model_calls_started(self) -> int:
-        """Model calls started so far (settled, in flight or unknown)."""
-        return self._state.next_model_call_seq - 1
-
-    @property
-    def at_round_boundary(self) -> bool:
-        """True when nothing is in flight: the state may be carried by continue-as-new."""
-        return self._state.phase == "need_model" and not self._state.paused
-
-    @property
-    def status(self) -> Status:
-        s = self._state
-        if s.phase == "completed":
-            return "completed"
-        if s.phase in ("failed", "canceled"):
-            return s.phase
-        if s.paused:
-            return "paused"
-        if s.model is not None and s.model.unknown:
-            return "waiting"
-        return "running"
-
-    # --- transitions -----------------------------------------------------------------
-
-    def _apply(self, change: Callable[[InteractionState], T]) -> T:
-        if self.done:
-            raise ProtocolError(
-                f"Interaction {self._state.process_id!r} has ended ({self._state.phase}); "
-                "it accepts no further input.",
+    def _refusal(self, event: Event, phase: Phase) -> ScopeError:
+        if phase in TERMINAL_PHASES:
+            return ProtocolError(
+                f"Interaction {self._state.process_id!r} has ended ({phase}); it accepts "
+                f"no further input ({event}).",
                 code=errors.STATE_INVALID,
             )
+        return ProtocolError(f"{event} is not legal in phase {phase} of the Interaction.")
 
-        def crash(exc: Exception) -> None:  # fail closed: never half-updated
-            self._state.phase = "failed"
-            self._state.failure = Failure.of(
-                errors.STATE_INVALID, f"internal error in the Interaction core: {exc!r}"
-            )
+    @staticmethod
+    def _crash(state: InteractionState, message: str) -> None:
+        state.phase = "failed"
+        state.failure = Failure.of(errors.STATE_INVALID, message)
 
-        self._state, result = transact(self._state, change, crash)
-        return result
+    # --- the driver's inputs ---------------------------------------------------------
 
     def next_effects(self) -> list[Effect]:
         """The effects to start now; each is returned exactly once."""
         if self.done or self._state.paused:
             return []
-        return self._apply(self._next_effects)
+        return self._apply("next_effects", self._next_effects)
 
     def on_model(self, outcome: ModelOutcome) -> None:
-        """Settle the in-flight model Effect with what the activity reported."""
-        self._apply(lambda s: self._on_model(s, outcome))
+        """Settle the in-flight model Effect with what the model call reported."""
+        self._apply("model_settled", lambda s: self._on_model(s, outcome))
+
+    def on_call(self, outcome: CallOutcome) -> None:
+        """Settle one running call of the open round with its child's definite result."""
+        self._apply("call_settled", lambda s: self._on_call(s, outcome))
+
+    def fail(self, code: str, message: str) -> None:
+        """End the Interaction with a classified failure reported by the driver."""
+        self._apply("fail", lambda s: self._fail(s, code, message))
+
+    # --- the host's inputs -----------------------------------------------------------
 
     def check_resolution(self, settlement: ModelSettlement) -> None:
         """Raise SettlementMismatch unless `settlement` settles the held unknown model Effect."""
-        s = self._state
-        if s.model is None or not s.model.unknown:
-            raise SettlementMismatch(
-                f"Interaction {s.process_id!r} holds no unknown model effect to settle."
-            )
-        if settlement.request != s.model.request:
-            raise SettlementMismatch(
-                f"The settlement was built from another request (effect "
-                f"{settlement.request.effect_id!r}, definition {settlement.request.definition!r}); "
-                f"the unknown effect is {s.model.request.effect_id!r}. Build it with "
-                "settle_model_result(unknown.request, ...)."
-            )
-        # what settle_model_result guarantees, checked again: a raw signal skips it
-        if not settlement.messages_sent:
-            raise SettlementMismatch("messages_sent must list the messages the model call sent.")
-        problem = rules.response_problem(settlement.response.message)
-        if problem is not None:
-            raise SettlementMismatch(
-                f"The settlement's response cannot be admitted: {problem} Settle with the "
-                "response the model gave, or cancel the Interaction."
-            )
+        rules.check_resolution(self._state, settlement)
 
     def resolve(self, settlement: ModelSettlement) -> None:
         """Apply a host's investigated settlement of the unknown model Effect."""
         self.check_resolution(settlement)
         self._apply(
-            lambda s: self._admit_response(s, settlement.response, settlement.messages_sent)
+            "resolve", lambda s: self._admit(s, settlement.response, settlement.messages_sent)
         )
-
-    def on_call(self, outcome: CallOutcome) -> None:
-        """Settle one running call of the open round with its child's definite result."""
-        self._apply(lambda s: rounds.on_call(self.definition, s, outcome))
 
     def check_steer(self, signal_id: str, messages: tuple[Message, ...]) -> bool:
         """Validate a steer; True if new, False if an exact duplicate (a no-op).
@@ -290,18 +206,7 @@ class InteractionMachine:
             InvalidSignal: not user messages, empty, or the Interaction has ended.
             SignalConflict: the id was used before with different content.
         """
-        check_steer_messages(signal_id, messages)
-        known = self._state.signal_digests.get(signal_id)
-        if known is not None:
-            if known != steer_digest(messages):
-                raise errors.SignalConflict(
-                    f"Steer id {signal_id!r} was already used with different content; "
-                    "use a new id for a new message."
-                )
-            return False
-        if self.done:
-            raise InvalidSignal(f"Interaction {self._state.process_id!r} has ended.")
-        return True
+        return check_steer(self._state, signal_id, messages, ended=self.done)
 
     def steer(self, signal_id: str, messages: tuple[Message, ...]) -> bool:
         """Queue a steer for the next model call. Returns False for an exact duplicate."""
@@ -312,110 +217,87 @@ class InteractionMachine:
             s.mailbox.append(SteerEnvelope(signal_id=signal_id, messages=messages))
             s.signal_digests[signal_id] = steer_digest(messages)
 
-        self._apply(change)
+        self._apply("steer", change)
         return True
 
-    def record_rejected(
-        self,
-        signal_id: str,
-        signal: Literal["steer", "tool_input", "resolve", "pause", "resume"],
-        error: ScopeError,
-    ) -> None:
+    def record_rejected(self, signal_id: str, signal: SignalKind, error: ScopeError) -> None:
         """Record a refused signal for the snapshot (the latest ones); nothing else changes."""
-        record_rejection(self._state.rejected_signals, signal_id, signal, error)
+        self._apply(
+            "record", lambda s: record_rejection(s.rejected_signals, signal_id, signal, error)
+        )
 
     def pause(self) -> None:
         """Start nothing new until `resume`; effects in flight continue and settle."""
-        if not self.done:
-            self._state.paused = True
+
+        def change(s: InteractionState) -> None:
+            if s.phase in LIVE_PHASES:
+                s.paused = True
+
+        self._apply("pause", change)
 
     def resume(self) -> None:
-        self._state.paused = False
+        def change(s: InteractionState) -> None:
+            s.paused = False
+
+        self._apply("resume", change)
 
     def cancel(self, reason: str = "cancelled by the host") -> None:
         """End the Interaction as canceled (the driver cancels its children)."""
-        if not self.done:
-            self._state.phase = "canceled"
-            self._state.failure = Failure.of(errors.CANCELED, reason)
 
-    def fail(self, code: str, message: str) -> None:
-        """End the Interaction with a classified failure reported by the driver."""
-        if not self.done:
-            rules.fail(self._state, code, message)
+        def change(s: InteractionState) -> None:
+            if s.phase in LIVE_PHASES:
+                s.phase = "canceled"
+                s.failure = Failure.of(errors.CANCELED, reason)
+
+        self._apply("cancel", change)
 
     # --- the loop --------------------------------------------------------------------
 
     def _next_effects(self, s: InteractionState) -> list[Effect]:
-        if s.phase == "need_model":
-            return self._begin_model_call(s)
-        if s.phase == "model" and s.model is not None and not s.model.emitted:
-            s.model.emitted = True
-            return [CallModel(request=s.model.request)]
-        if s.phase == "round" and s.round is not None:
-            return rounds.start_calls(self.definition, s, s.round)
-        return []
-
-    def _begin_model_call(self, s: InteractionState) -> list[Effect]:
-        started = s.next_model_call_seq - 1
-        if s.max_model_calls is not None and started >= s.max_model_calls:
-            rules.fail(
-                s,
-                errors.LIMIT_MODEL_CALLS,
-                f"The model was called {started} times, the limit of this Interaction "
-                f"(max_model_calls={s.max_model_calls}); it had not completed.",
-            )
-            return []
-        manifest = rules.manifest(self.definition, s.advertised)
-        if isinstance(manifest, str):
-            rules.fail(s, errors.HOST_FAILED, manifest)
-            return []
-        applied = [envelope.signal_id for envelope in s.mailbox]
-        for envelope in s.mailbox:
-            s.context.extend(envelope.messages)
-        s.mailbox = []
-        s.applied_signals.extend(applied)
-        seq = s.next_model_call_seq
-        s.next_model_call_seq += 1
-        request = ModelEffectRequest(
-            definition=s.definition,
-            digest=s.digest,
-            process_id=s.process_id,
-            effect_id=model_effect_id(s.process_id, seq),
-            model_call_seq=seq,
-            model=self.definition.model,
-            messages=tuple(s.context),
-            tools=manifest,
-            options=self.definition.options,
-            context_reducer=self.definition.context_reducer,
-            applied_signals=tuple(applied),
-        )
-        s.model = PendingModel(request=request, emitted=True)
-        s.phase = "model"
-        return [CallModel(request=request)]
+        match s.phase:
+            case "need_model":
+                request = turns.begin(self.definition, s)
+                if isinstance(request, Failure):
+                    self._fail(s, request.code, request.message)
+                    return []
+                s.phase = "model"
+                return [CallModel(request=request)]
+            case "model":
+                if s.model is None or s.model.emitted:
+                    return []
+                s.model.emitted = True
+                return [CallModel(request=s.model.request)]
+            case "round":
+                assert s.round is not None  # the round phase always has its round
+                return rounds.start_calls(self.definition, s, s.round)
+            case "completed" | "failed" | "canceled":  # pragma: no cover - refused by TABLE
+                return []
+            case _:
+                assert_never(s.phase)
 
     def _on_model(self, s: InteractionState, outcome: ModelOutcome) -> None:
-        if s.phase != "model" or s.model is None or not s.model.emitted or s.model.unknown:
-            raise ProtocolError(
-                f"No model effect is in flight (phase {s.phase}); refusing {outcome.kind}."
-            )
+        if s.model is None or not s.model.emitted or s.model.unknown:
+            raise ProtocolError(f"No model effect is in flight; refusing {outcome.kind}.")
         if outcome.effect_id != s.model.request.effect_id:
             raise ProtocolError(
                 f"Model settlement for {outcome.effect_id!r}, but {s.model.request.effect_id!r} "
                 "is in flight."
             )
-        if isinstance(outcome, ModelUnknown):
-            s.model.unknown = True
-            s.model.diagnostic = outcome.diagnostic
-        elif isinstance(outcome, ModelHostFailed):
-            rules.fail(s, errors.HOST_FAILED, outcome.message)
-        elif isinstance(outcome, ModelResponded):
-            self._admit_response(s, outcome.response, outcome.messages_sent)
-        else:  # pragma: no cover - exhaustive over ModelOutcome
-            raise ProtocolError(f"unexpected model outcome {outcome!r}")
+        match outcome:
+            case ModelUnknown():
+                s.model.unknown = True
+                s.model.diagnostic = outcome.diagnostic
+            case ModelHostFailed():
+                self._fail(s, errors.HOST_FAILED, outcome.message)
+            case ModelResponded():
+                self._admit(s, outcome.response, outcome.messages_sent)
+            case _:
+                assert_never(outcome)
 
-    def _admit_response(
+    def _admit(
         self, s: InteractionState, response: Response, messages_sent: tuple[Message, ...] | None
     ) -> None:
+        """Take a model response (reported, or settled by the host) into the state."""
         seq = s.model.request.model_call_seq if s.model is not None else 0
         if messages_sent is not None:
             s.context = list(messages_sent)
@@ -424,56 +306,77 @@ class InteractionMachine:
         message = response.message
         problem = rules.response_problem(message)
         if problem is not None:
-            rules.fail(s, errors.MODEL_INVALID_RESPONSE, problem)
+            self._fail(s, errors.MODEL_INVALID_RESPONSE, problem)
             return
         calls = message.tool_calls
         if not calls:
             s.context.append(message)
-            completion.candidate(self.definition, s, model_response=response)
+            self._candidate(s, model_response=response)
         elif response.finish_reason == FinishReason.tool_calls:
             s.context.append(message)
-            rounds.open_round(self.definition, s, seq, calls)
+            round_ = rounds.admit(self.definition, s, seq, calls)
+            if isinstance(round_, Failure):
+                self._fail(s, round_.code, round_.message)
+                return
+            s.round = round_
+            s.phase = "round"
+            self._commit_if_complete(s)
         elif response.finish_reason == FinishReason.length:
             s.context.append(message)
             s.context.append(Message.tool([rejections.not_executed_token_limit(c) for c in calls]))
             s.phase = "need_model"
         else:
-            rules.fail(
+            self._fail(
                 s,
                 errors.MODEL_TOOL_CALLS_NOT_COMPLETED,
                 f"The model asked for {len(calls)} tool call(s) but finished with "
                 f"{response.finish_reason.value!r}; nothing was executed.",
             )
 
-    # --- projection ------------------------------------------------------------------
+    def _on_call(self, s: InteractionState, outcome: CallOutcome) -> None:
+        rounds.settle(self.definition, s, outcome)
+        self._commit_if_complete(s)
 
-    def snapshot(self) -> ProcessSnapshot:
-        return projection.interaction_snapshot(
-            self._state, self.status, self.active_children, self.background_tasks
+    def _commit_if_complete(self, s: InteractionState) -> None:
+        if s.round is None or not rounds.complete(s.round):
+            return
+        direct = rounds.commit(s, s.round)
+        if direct is not None:
+            self._candidate(s, direct=direct)
+        else:
+            s.phase = "need_model"
+
+    def _candidate(
+        self,
+        s: InteractionState,
+        *,
+        model_response: Response | None = None,
+        direct: tuple[ToolResult, ...] | None = None,
+    ) -> None:
+        decision = completion.judge(
+            self.definition, s, model_response=model_response, direct=direct
         )
+        match decision:
+            case completion.Accepted():
+                s.output = decision.output
+                s.phase = "completed"
+            case completion.Again():
+                if decision.feedback is not None:
+                    s.context.append(Message.user(decision.feedback))
+                s.phase = "need_model"
+            case completion.Refused():
+                self._fail(s, decision.failure.code, decision.failure.message)
+            case _:
+                assert_never(decision)
 
-    @property
-    def background_tasks(self) -> tuple[str, ...]:
-        """The background tasks this Interaction's calls launched, in launch order."""
-        s = self._state
-        entries = [e.task_id for r in s.rounds for e in r.entries]
-        if s.round is not None:
-            entries += [x.task_id for x in s.round.slots]
-        return tuple(t for t in entries if t is not None)
-
-    @property
-    def tasks_to_cancel(self) -> tuple[str, ...]:
-        """The tasks launched, and those that running calls of background tools may be
-        launching right now: a task's id derives from its call, so cancelling the
-        Interaction reaches it even before the call has reported it."""
-        launching: list[str] = []
-        round_ = self._state.round
-        for slot in round_.slots if round_ is not None else ():
-            spec = self.definition.tools.get(slot.call.name)
-            if slot.status == "running" and spec is not None and spec.background is not None:
-                launching.append(task_id(slot.effect_id))
-        known = self.background_tasks
-        return known + tuple(t for t in launching if t not in known)
+    @staticmethod
+    def _fail(s: InteractionState, code: str, message: str) -> None:
+        if s.phase in TERMINAL_PHASES:
+            return
+        s.phase = "failed"
+        s.round = None
+        s.model = None
+        s.failure = Failure.of(code, message)
 
 
-__all__ = ["InteractionMachine", "ResultEntry"]
+__all__ = ["TABLE", "InteractionMachine", "ResultEntry"]

@@ -1,23 +1,69 @@
-"""The read-only projection of an Interaction's state that hosts and the UI see."""
+"""Read-only views of an Interaction's state: what hosts, the UI and drivers see."""
 
 from __future__ import annotations
 
-from scope_temporal.ids import tool_call_ref
+from typing import assert_never
+
+from scope_temporal.definition import Definition
+from scope_temporal.ids import task_id, tool_call_ref
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
     ProcessSnapshot,
     Status,
     UnknownEffect,
 )
-from scope_temporal.interaction.state import InteractionState
+from scope_temporal.interaction.state import TERMINAL_PHASES, InteractionState
+from scope_temporal.outputs import Failure, Output
 
 
-def interaction_snapshot(
-    s: InteractionState,
-    status: Status,
-    active_children: tuple[str, ...],
-    background_tasks: tuple[str, ...],
-) -> ProcessSnapshot:
+def _status(s: InteractionState) -> Status:
+    match s.phase:
+        case "completed" | "failed" | "canceled":
+            return s.phase
+        case "need_model" | "model" | "round":
+            if s.paused:
+                return "paused"
+            return "waiting" if s.model is not None and s.model.unknown else "running"
+        case _:
+            assert_never(s.phase)
+
+
+def _active_children(s: InteractionState) -> tuple[str, ...]:
+    """Process ids of the running child calls (ToolCall and Delegate children)."""
+    if s.round is None:
+        return ()
+    return tuple(x.process_id or "" for x in s.round.slots if x.status == "running")
+
+
+def _background_tasks(s: InteractionState) -> tuple[str, ...]:
+    """The background tasks the Interaction's calls launched, in launch order."""
+    entries = [e.task_id for r in s.rounds for e in r.entries]
+    if s.round is not None:
+        entries += [x.task_id for x in s.round.slots]
+    return tuple(t for t in entries if t is not None)
+
+
+def _tasks_to_cancel(definition: Definition, s: InteractionState) -> tuple[str, ...]:
+    """The tasks launched, and those that running calls of background tools may be
+    launching right now: a task's id derives from its call, so cancelling the
+    Interaction reaches it even before the call has reported it."""
+    launching: list[str] = []
+    for slot in s.round.slots if s.round is not None else ():
+        spec = definition.tools.get(slot.call.name)
+        if slot.status == "running" and spec is not None and spec.background is not None:
+            launching.append(task_id(slot.effect_id))
+    known = _background_tasks(s)
+    return known + tuple(t for t in launching if t not in known)
+
+
+def _queued_message_bytes(s: InteractionState) -> int:
+    """JSON bytes of the working context plus the queued steers: what the next model
+    call would send, before its tool manifest."""
+    messages = [*s.context, *(m for e in s.mailbox for m in e.messages)]
+    return sum(len(m.model_dump_json()) for m in messages)
+
+
+def interaction_snapshot(s: InteractionState) -> ProcessSnapshot:
     """The snapshot of one Interaction (its children report their own)."""
     unknown: tuple[UnknownEffect, ...] = ()
     if s.model is not None and s.model.unknown:
@@ -36,7 +82,7 @@ def interaction_snapshot(
         process_id=s.process_id,
         kind="interaction",
         definition=s.definition,
-        status=status,
+        status=_status(s),
         model_calls=s.model_calls,
         context=tuple(s.context),
         settled_results=tuple(s.rounds),
@@ -50,7 +96,7 @@ def interaction_snapshot(
             for x in running
             if x.target == "delegate" and s.round is not None
         ),
-        active_children=active_children,
+        active_children=_active_children(s),
         artifacts=tuple(s.artifacts),
         applied_signals=tuple(s.applied_signals),
         pending_signals=tuple(e.signal_id for e in s.mailbox),
@@ -58,5 +104,93 @@ def interaction_snapshot(
         advertised_tools=tuple(s.advertised),
         output=s.output,
         failure=s.failure,
-        background_tasks=background_tasks,
+        background_tasks=_background_tasks(s),
     )
+
+
+class InteractionView:
+    """What an Interaction shows, read from its state (`InteractionMachine` has it all)."""
+
+    _state: InteractionState
+    definition: Definition
+
+    @property
+    def state(self) -> InteractionState:
+        """A copy of the full state (safe to serialise or keep)."""
+        return self._state.model_copy(deep=True)
+
+    @property
+    def process_id(self) -> str:
+        return self._state.process_id
+
+    @property
+    def model_calls(self) -> int:
+        """Model responses consumed so far (including host-settled ones)."""
+        return self._state.model_calls
+
+    @property
+    def model_calls_started(self) -> int:
+        """Model calls started so far (settled, in flight or unknown)."""
+        return self._state.next_model_call_seq - 1
+
+    @property
+    def max_model_calls(self) -> int | None:
+        return self._state.max_model_calls
+
+    @property
+    def advertised(self) -> tuple[str, ...]:
+        """Deferred tools advertised so far, in advertisement order."""
+        return tuple(self._state.advertised)
+
+    @property
+    def done(self) -> bool:
+        return self._state.phase in TERMINAL_PHASES
+
+    @property
+    def output(self) -> Output | None:
+        return self._state.output
+
+    @property
+    def failure(self) -> Failure | None:
+        return self._state.failure
+
+    @property
+    def status(self) -> Status:
+        return _status(self._state)
+
+    @property
+    def model_in_flight(self) -> bool:
+        """A model call was started and has not reported anything yet."""
+        model = self._state.model
+        return model is not None and model.emitted and not model.unknown
+
+    @property
+    def at_round_boundary(self) -> bool:
+        """True when nothing is in flight: the state may be carried by continue-as-new."""
+        return self._state.phase == "need_model" and not self._state.paused
+
+    @property
+    def active_children(self) -> tuple[str, ...]:
+        """Process ids of the running child calls (ToolCall and Delegate children)."""
+        return _active_children(self._state)
+
+    @property
+    def background_tasks(self) -> tuple[str, ...]:
+        """The background tasks this Interaction's calls launched, in launch order."""
+        return _background_tasks(self._state)
+
+    @property
+    def tasks_to_cancel(self) -> tuple[str, ...]:
+        """The tasks launched, and those running calls may be launching right now."""
+        return _tasks_to_cancel(self.definition, self._state)
+
+    @property
+    def queued_message_bytes(self) -> int:
+        """JSON bytes of what the next model call would send, before its tool manifest."""
+        return _queued_message_bytes(self._state)
+
+    def snapshot(self) -> ProcessSnapshot:
+        return interaction_snapshot(self._state)
+
+
+__all__ = ["InteractionView", "interaction_snapshot"]

@@ -4,13 +4,14 @@ Admission settles unknown tools, unauthorised tools and invalid arguments at onc
 child, no body run). Calls start as the scheduler allows (`scheduling.py`: parallel tools
 within the window, barriers alone, delegates unless a barrier holds them back). Each
 running call settles exactly once; the round commits, results in call order, when every
-call is definite. Pure functions over the state; `machine.py` applies them inside its
-fail-closed transitions.
+call is definite. Functions over the round, run inside the machine's fail-closed
+transitions; the phase is the machine's alone: they return what happened.
 """
 
 from __future__ import annotations
 
 import json
+from typing import assert_never
 
 from scope_temporal import errors
 from scope_temporal.chat import Message, ToolCall, ToolResult
@@ -22,7 +23,7 @@ from scope_temporal.ids import (
     tool_call_process_id,
     tool_call_ref,
 )
-from scope_temporal.interaction import completion, rules
+from scope_temporal.interaction import rules
 from scope_temporal.interaction.effects import (
     CallOutcome,
     CallSettled,
@@ -41,28 +42,23 @@ from scope_temporal.tools.outcome import Failed, Succeeded
 from scope_temporal.tools.validation import validate_arguments
 
 
-def open_round(
+def admit(
     definition: Definition, s: InteractionState, seq: int, calls: list[ToolCall]
-) -> None:
-    slots = [_admit_call(definition, s, seq, index, call) for index, call in enumerate(calls)]
-    if s.phase == "failed":
-        return
-    s.round = OpenRound(model_call_seq=seq, slots=slots)
-    s.phase = "round"
-    _commit_if_complete(definition, s)
+) -> OpenRound | Failure:
+    """The round of a response's calls, each admitted or settled as rejected; or the
+    failure when a call cannot even be checked (its tool's own schema is broken)."""
+    slots: list[CallSlot] = []
+    for index, call in enumerate(calls):
+        try:
+            slots.append(_admit_call(definition, s, seq, index, call))
+        except ScopeError as error:  # a definite failure, before anything runs
+            return Failure.of(
+                error.code, f"Call {call.name!r} could not be checked: {error.message}"
+            )
+    return OpenRound(model_call_seq=seq, slots=slots)
 
 
 def _admit_call(
-    definition: Definition, s: InteractionState, seq: int, index: int, call: ToolCall
-) -> CallSlot:
-    try:
-        return _admit_call_checked(definition, s, seq, index, call)
-    except ScopeError as error:  # the tool's own schema is broken: a definite failure
-        rules.fail(s, error.code, f"Call {call.name!r} could not be checked: {error.message}")
-        return rules.rejected_slot(index, call, "", rejections.not_available(call))
-
-
-def _admit_call_checked(
     definition: Definition, s: InteractionState, seq: int, index: int, call: ToolCall
 ) -> CallSlot:
     effect_id = call_effect_id(s.process_id, seq, index)
@@ -164,28 +160,29 @@ def _delegate_effect(
     )
 
 
-def on_call(definition: Definition, s: InteractionState, outcome: CallOutcome) -> None:
+def settle(definition: Definition, s: InteractionState, outcome: CallOutcome) -> None:
+    """Settle the running call `outcome` is for (refused unless exactly one runs)."""
     round_ = s.round
     slot = None
-    if s.phase == "round" and round_ is not None:
+    if round_ is not None:
         slot = next((x for x in round_.slots if x.effect_id == outcome.effect_id), None)
     if round_ is None or slot is None or slot.status != "running":
         raise ProtocolError(
             f"No running call has effect id {outcome.effect_id!r}; refusing the settlement "
             "(a duplicate, or for a call that was never started)."
         )
-    if isinstance(outcome, CallSettled):
-        if slot.target != "tool":
-            raise ProtocolError(f"Effect {outcome.effect_id!r} is a delegate, not a tool call.")
-        _settle_tool_slot(definition, slot, outcome)
-    elif isinstance(outcome, DelegateSettled):
-        if slot.target != "delegate":
-            raise ProtocolError(f"Effect {outcome.effect_id!r} is a tool call, not a delegate.")
-        _settle_delegate_slot(s, round_.model_call_seq, slot, outcome)
-    else:  # pragma: no cover - exhaustive over CallOutcome
-        raise ProtocolError(f"unexpected call outcome {outcome!r}")
+    match outcome:
+        case CallSettled():
+            if slot.target != "tool":
+                raise ProtocolError(f"Effect {outcome.effect_id!r} is a delegate, not a tool call.")
+            _settle_tool_slot(definition, slot, outcome)
+        case DelegateSettled():
+            if slot.target != "delegate":
+                raise ProtocolError(f"Effect {outcome.effect_id!r} is a tool call, not a delegate.")
+            _settle_delegate_slot(s, round_.model_call_seq, slot, outcome)
+        case _:
+            assert_never(outcome)
     slot.status = "settled"
-    _commit_if_complete(definition, s)
 
 
 def _settle_tool_slot(definition: Definition, slot: CallSlot, settled: CallSettled) -> None:
@@ -247,10 +244,15 @@ def _settle_delegate_slot(
         slot.disposition = "rejected" if failure.code == errors.DELEGATE_REJECTED else "failed"
 
 
-def _commit_if_complete(definition: Definition, s: InteractionState) -> None:
-    round_ = s.round
-    if round_ is None or any(slot.status != "settled" for slot in round_.slots):
-        return
+def complete(round_: OpenRound) -> bool:
+    """Every call of the round is definite."""
+    return all(slot.status == "settled" for slot in round_.slots)
+
+
+def commit(s: InteractionState, round_: OpenRound) -> tuple[ToolResult, ...] | None:
+    """Commit a complete round: its results enter the context in call order, with the
+    successful calls' advertisements and artifacts. Returns the results when the round
+    completes the Interaction (every call a successful direct-result tool), else None."""
     results = [slot.result for slot in round_.slots if slot.result is not None]
     s.context.append(Message.tool(results))
     for slot in round_.slots:
@@ -272,7 +274,4 @@ def _commit_if_complete(definition: Definition, s: InteractionState) -> None:
         x.target == "tool" and x.direct_result and x.disposition == "succeeded"
         for x in round_.slots
     )
-    if direct:
-        completion.candidate(definition, s, direct=tuple(results))
-    else:
-        s.phase = "need_model"
+    return tuple(results) if direct else None

@@ -1,32 +1,51 @@
 """Pure rule helpers of the loop: response admission, the manifest, completion judging.
 
-Each function reads the Definition and (part of) the state and never keeps anything;
+Each function reads the Definition and (part of) the state and changes nothing;
 `machine.py` decides when they apply.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
 from scope_temporal import errors
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.definition import Definition
+from scope_temporal.errors import SettlementMismatch
 from scope_temporal.ids import tool_call_ref
+from scope_temporal.interaction.effects import ModelSettlement
 from scope_temporal.interaction.snapshot import ResultEntry
 from scope_temporal.interaction.state import CallSlot, InteractionState
 from scope_temporal.models.protocol import ToolDefinition
-from scope_temporal.outputs import CompletionCandidate, Failure
+from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.tools.spec import ToolSpec
 from scope_temporal.tools.validation import validate_value
 
 
-def fail(s: InteractionState, code: str, message: str) -> None:
-    """Move the state to `failed` with a classified failure."""
-    s.phase = "failed"
-    s.round = None
-    s.model = None
-    s.failure = Failure.of(code, message)
+def check_resolution(s: InteractionState, settlement: ModelSettlement) -> None:
+    """Raise SettlementMismatch unless `settlement` settles the held unknown model Effect."""
+    if s.model is None or not s.model.unknown:
+        raise SettlementMismatch(
+            f"Interaction {s.process_id!r} holds no unknown model effect to settle."
+        )
+    if settlement.request != s.model.request:
+        raise SettlementMismatch(
+            f"The settlement was built from another request (effect "
+            f"{settlement.request.effect_id!r}, definition {settlement.request.definition!r}); "
+            f"the unknown effect is {s.model.request.effect_id!r}. Build it with "
+            "settle_model_result(unknown.request, ...)."
+        )
+    # what settle_model_result guarantees, checked again: a raw signal skips it
+    if not settlement.messages_sent:
+        raise SettlementMismatch("messages_sent must list the messages the model call sent.")
+    problem = response_problem(settlement.response.message)
+    if problem is not None:
+        raise SettlementMismatch(
+            f"The settlement's response cannot be admitted: {problem} Settle with the "
+            "response the model gave, or cancel the Interaction."
+        )
 
 
 def response_problem(message: Message) -> str | None:
@@ -117,7 +136,8 @@ def judge(definition: Definition, candidate: CompletionCandidate) -> tuple[str |
         the output parsed against the Definition's output schema (None without one).
 
     Raises:
-        ScopeError: `interaction.host.failed` when the validator itself raises.
+        ScopeError: `interaction.host.failed`, naming the validator, when it raises, is
+            async, or returns anything but a `CompletionDecision`.
     """
     data: Any = None
     if definition.output_schema is not None:
@@ -135,11 +155,27 @@ def judge(definition: Definition, candidate: CompletionCandidate) -> tuple[str |
     validator = definition.completion_validator
     if validator is None:
         return None, data
+    named = f"The completion validator {_name_of(validator)} of {definition.name!r}"
     try:
-        decision = validator(candidate)
+        decision: object = validator(candidate)
     except Exception as exc:
+        raise errors.ScopeError(f"{named} raised {exc!r}.", code=errors.HOST_FAILED) from exc
+    if inspect.isawaitable(decision):
+        if inspect.iscoroutine(decision):
+            decision.close()  # never run: nothing may be awaited in workflow code
         raise errors.ScopeError(
-            f"The completion validator of {definition.name!r} raised {exc!r}.",
+            f"{named} is async; it runs in workflow code, so it must be a plain (and pure) "
+            "function returning a CompletionDecision.",
             code=errors.HOST_FAILED,
-        ) from exc
+        )
+    if not isinstance(decision, CompletionDecision):
+        raise errors.ScopeError(
+            f"{named} returned {decision!r}, not a CompletionDecision; return "
+            "CompletionDecision.accept() or CompletionDecision.reject(feedback).",
+            code=errors.HOST_FAILED,
+        )
     return (None, data) if decision.accepted else (decision.feedback or "Rejected.", None)
+
+
+def _name_of(function: object) -> str:
+    return str(getattr(function, "__qualname__", None) or repr(function))

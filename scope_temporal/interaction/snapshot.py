@@ -85,12 +85,16 @@ class ActiveDelegate(_Frozen):
     name: str
 
 
+SignalKind = Literal["steer", "tool_input", "resolve", "pause", "resume"]
+"""The host's inputs a Process may refuse."""
+
+
 class RejectedSignal(_Frozen):
     """A signal the Process refused; it changed nothing."""
 
     signal_id: str
     """The id it carried (clipped to 256 characters; "" when none could be read)."""
-    signal: Literal["steer", "tool_input", "resolve", "pause", "resume"]
+    signal: SignalKind
     code: str
     message: str
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Literal
 
 from scope_temporal.chat import Message
-from scope_temporal.errors import InvalidSignal, ScopeError
+from scope_temporal.errors import InvalidSignal, ScopeError, SignalConflict
 from scope_temporal.ids import MAX_ID_CHARS
-from scope_temporal.interaction.snapshot import RejectedSignal
+from scope_temporal.interaction.snapshot import RejectedSignal, SignalKind
+from scope_temporal.interaction.state import InteractionState
 
 KEPT_REJECTIONS = 100
 """Refused signals are recorded for the snapshot, the latest this many (each one bounded):
@@ -47,6 +47,29 @@ def check_steer_messages(signal_id: str, messages: Sequence[Message]) -> None:
         )
 
 
+def check_steer(
+    s: InteractionState, signal_id: str, messages: Sequence[Message], *, ended: bool
+) -> bool:
+    """Validate a steer against the state; True if new, False if an exact duplicate.
+
+    Raises:
+        InvalidSignal: not user messages, empty, or the Interaction has `ended`.
+        SignalConflict: the id was used before with different content.
+    """
+    check_steer_messages(signal_id, messages)
+    known = s.signal_digests.get(signal_id)
+    if known is not None:
+        if known != steer_digest(messages):
+            raise SignalConflict(
+                f"Steer id {signal_id!r} was already used with different content; "
+                "use a new id for a new message."
+            )
+        return False
+    if ended:
+        raise InvalidSignal(f"Interaction {s.process_id!r} has ended.")
+    return True
+
+
 def check_id_length(what: str, signal_id: str) -> None:
     """Raise InvalidSignal for an id over `MAX_ID_CHARS` (the error does not repeat it)."""
     if len(signal_id) > MAX_ID_CHARS:
@@ -62,7 +85,7 @@ def _clip(text: str, limit: int) -> str:
 def record_rejection(
     rejected: list[RejectedSignal],
     signal_id: str,
-    signal: Literal["steer", "tool_input", "resolve", "pause", "resume"],
+    signal: SignalKind,
     error: ScopeError,
 ) -> None:
     """Append one refusal, clipped, keeping only the latest `KEPT_REJECTIONS`."""

@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from scope_temporal.background.protocols import RunOutcome
 from scope_temporal.interaction.snapshot import (
     ProcessSnapshot,
     RejectedSignal,
@@ -16,7 +15,7 @@ from scope_temporal.interaction.snapshot import (
     TaskSnapshot,
     TaskStatus,
 )
-from scope_temporal.tools.outcome import ProgressSummary, TaskLaunch
+from scope_temporal.tools.outcome import ProgressSummary, RunOutcome, TaskLaunch
 
 Phase = Literal["ready", "running", "waiting_input", "completed", "failed", "canceled"]
 Verdict = Literal["accepted", "refused", "unapplied"]
@@ -95,6 +94,24 @@ class TaskState(_State):
     rejected_signals: list[RejectedSignal] = []
 
 
+def lost_reason(launch: TaskLaunch, plan: AttemptPlan, report: AttemptReport) -> str:
+    """Why a task fails when an attempt ended without an outcome (for the model and host)."""
+    why = report.lost or "no outcome"
+    if plan.mode == "adopt":
+        return (
+            f"the worker holding the live run was lost before the background took it over "
+            f"({why}); {launch.tool} cannot be recovered, so the run's outcome is "
+            "unknown. Nothing was run again."
+        )
+    if launch.settings.recoverable:
+        return f"every background attempt ({plan.max_attempts}) ended without an outcome: {why}"
+    return (
+        f"the background attempt ended without an outcome ({why}); {launch.tool} "
+        "cannot be recovered, so whether the operation finished is unknown. Nothing was "
+        "run again."
+    )
+
+
 _STATUS: dict[TaskStatus, Status] = {
     "running": "running",
     "waiting_input": "waiting",
@@ -126,5 +143,6 @@ __all__ = [
     "TaskQuestion",
     "TaskState",
     "Verdict",
+    "lost_reason",
     "task_process",
 ]

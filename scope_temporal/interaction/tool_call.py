@@ -11,21 +11,18 @@ the attempt's outcome back with `on_outcome`. Outcomes:
    is re-run by the machine.
 
 A paused Process starts no attempt; an answer arriving while paused is accepted and the
-re-entry happens after `resume`.
+re-entry happens after `resume`. In the one machine style (`transitions.py`): `TABLE`
+lists every legal (phase, event) pair, and it fails closed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, assert_never
 
 from pydantic import BaseModel, ConfigDict
 
-from scope_temporal.errors import (
-    ProtocolError,
-    ScopeError,
-    SettlementMismatch,
-)
+from scope_temporal import errors
+from scope_temporal.errors import ProtocolError, ScopeError, SettlementMismatch
 from scope_temporal.ids import wait_id
 from scope_temporal.interaction.answers import answer_digest, check_answer
 from scope_temporal.interaction.effects import ToolEffectRequest, ToolSettlement
@@ -33,20 +30,22 @@ from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
     RejectedSignal,
+    SignalKind,
     Status,
     UnknownEffect,
 )
-from scope_temporal.interaction.state import draft_of
 from scope_temporal.interaction.steering import record_rejection
+from scope_temporal.interaction.transitions import Machine, Table, same
+from scope_temporal.outputs import Failure
 from scope_temporal.tools.outcome import (
     DefiniteOutcome,
+    Failed,
     InputRequired,
+    Rejected,
     Succeeded,
     ToolOutcome,
     Unknown,
 )
-
-T = TypeVar("T")
 
 
 class _State(BaseModel):
@@ -72,9 +71,31 @@ class ToolAttempt(_State):
     continuation_response: Any = None
 
 
+ToolCallPhase = Literal["ready", "running", "waiting", "unknown", "settled", "canceled", "failed"]
+"""ready: an attempt may start; running: one runs; waiting: for an answer; unknown: for the
+host's settlement; settled, canceled, failed: ended (failed only by a bug in the core)."""
+Event = Literal[
+    "next_attempt", "outcome", "answer", "resolve", "pause", "resume", "cancel", "record"
+]
+
+_LIVE: tuple[ToolCallPhase, ...] = ("ready", "running", "waiting", "unknown")
+_ENDED: tuple[ToolCallPhase, ...] = ("settled", "canceled", "failed")
+TABLE: Table[Event, ToolCallPhase] = {
+    "next_attempt": {"ready": frozenset({"running"})},
+    "outcome": {"running": frozenset({"waiting", "unknown", "settled"})},
+    "answer": {"waiting": frozenset({"ready"})},
+    "resolve": {"unknown": frozenset({"settled"})},
+    "pause": same(*_LIVE, *_ENDED),
+    "resume": same(*_LIVE, *_ENDED),
+    "cancel": {**{p: frozenset({"canceled"}) for p in _LIVE}, **same(*_ENDED)},
+    "record": same(*_LIVE, *_ENDED),
+}
+"""Every legal (phase, event) pair of a Tool call and the phases it may lead to."""
+
+
 class ToolCallState(_State):
     request: ToolEffectRequest
-    phase: Literal["ready", "running", "waiting", "unknown", "settled", "canceled"] = "ready"
+    phase: ToolCallPhase = "ready"
     paused: bool = False
     entries: int = 0
     wait: OpenWait | None = None
@@ -84,6 +105,7 @@ class ToolCallState(_State):
     unknown_code: str = ""
     diagnostic: str = ""
     outcome: DefiniteOutcome | None = None
+    failure: Failure | None = None
     rejected_signals: list[RejectedSignal] = []
 
 
@@ -111,22 +133,38 @@ def outcome_problem(request: ToolEffectRequest, outcome: DefiniteOutcome) -> str
     return None
 
 
-class ToolCallMachine:
-    """The pure Tool call Process."""
+class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
+    """The pure Tool call Process (in the one machine style: see `TABLE`)."""
 
-    def __init__(self, state: ToolCallState) -> None:
-        self._state = state
+    TABLE = TABLE
 
     @classmethod
     def start(cls, request: ToolEffectRequest) -> ToolCallMachine:
         return cls(ToolCallState(request=request))
+
+    @staticmethod
+    def _phase(state: ToolCallState) -> ToolCallPhase:
+        return state.phase
+
+    def _refusal(self, event: Event, phase: ToolCallPhase) -> ScopeError:
+        return ProtocolError(
+            f"Tool call {self._state.request.process_id!r}: {event} is not legal in phase {phase}."
+        )
+
+    @staticmethod
+    def _crash(state: ToolCallState, message: str) -> None:
+        state.phase = "failed"
+        state.wait = None
+        state.failure = Failure.of(errors.STATE_INVALID, message)
+
+    # --- reading ---------------------------------------------------------------------
 
     @property
     def state(self) -> ToolCallState:
         return self._state.model_copy(deep=True)
 
     @property
-    def phase(self) -> str:
+    def phase(self) -> ToolCallPhase:
         return self._state.phase
 
     @property
@@ -139,23 +177,26 @@ class ToolCallMachine:
         return self._state.outcome
 
     @property
-    def status(self) -> Status:
-        phase = self._state.phase
-        if phase == "settled":
-            return "completed"
-        if phase == "canceled":
-            return "canceled"
-        if self._state.paused:
-            return "paused"
-        if phase in ("waiting", "unknown"):
-            return "waiting"
-        return "running"
+    def failure(self) -> Failure | None:
+        """Why the call ended without a settlement (only a bug in the core does that)."""
+        return self._state.failure
 
-    def _apply(self, change: Callable[[ToolCallState], T]) -> T:
-        draft = draft_of(self._state)
-        result = change(draft)
-        self._state = draft
-        return result
+    @property
+    def status(self) -> Status:
+        s = self._state
+        match s.phase:
+            case "settled":
+                return "completed"
+            case "canceled" | "failed":
+                return s.phase
+            case "ready" | "running" | "waiting" | "unknown":
+                if s.paused:
+                    return "paused"
+                return "waiting" if s.phase in ("waiting", "unknown") else "running"
+            case _:
+                assert_never(s.phase)
+
+    # --- the driver's inputs ---------------------------------------------------------
 
     def next_attempt(self) -> ToolAttempt | None:
         """The attempt to run now (each returned once), or None."""
@@ -176,34 +217,34 @@ class ToolCallMachine:
                 continuation_response=cont[1] if cont else None,
             )
 
-        return self._apply(change)
+        return self._apply("next_attempt", change)
 
     def on_outcome(self, outcome: ToolOutcome) -> None:
-        """Settle the running attempt with what the activity reported."""
-        if self._state.phase != "running":
-            raise ProtocolError(
-                f"Tool call {self._state.request.process_id!r} has no attempt running "
-                f"(phase {self._state.phase}); refusing {outcome.kind}."
-            )
+        """Settle the running attempt with what the tool attempt reported."""
 
         def change(d: ToolCallState) -> None:
-            if isinstance(outcome, InputRequired):
-                d.phase = "waiting"
-                d.wait = OpenWait(
-                    wait_id=wait_id(d.request.process_id, d.entries),
-                    prompt=outcome.prompt,
-                    response_schema=outcome.response_schema,
-                    state=outcome.state,
-                )
-            elif isinstance(outcome, Unknown):
-                d.phase = "unknown"
-                d.unknown_code = outcome.code
-                d.diagnostic = outcome.diagnostic
-            else:
-                d.phase = "settled"
-                d.outcome = outcome
+            match outcome:
+                case InputRequired():
+                    d.phase = "waiting"
+                    d.wait = OpenWait(
+                        wait_id=wait_id(d.request.process_id, d.entries),
+                        prompt=outcome.prompt,
+                        response_schema=outcome.response_schema,
+                        state=outcome.state,
+                    )
+                case Unknown():
+                    d.phase = "unknown"
+                    d.unknown_code = outcome.code
+                    d.diagnostic = outcome.diagnostic
+                case Succeeded() | Failed() | Rejected():
+                    d.phase = "settled"
+                    d.outcome = outcome
+                case _:
+                    assert_never(outcome)
 
-        self._apply(change)
+        self._apply("outcome", change)
+
+    # --- the host's inputs -----------------------------------------------------------
 
     def check_answer(self, wait: str, answer_id: str, response: Any) -> bool:
         """Validate an answer; True if new, False if an exact duplicate.
@@ -236,7 +277,7 @@ class ToolCallMachine:
             d.wait = None
             d.phase = "ready"
 
-        self._apply(change)
+        self._apply("answer", change)
         return True
 
     def check_resolution(self, settlement: ToolSettlement) -> None:
@@ -264,28 +305,35 @@ class ToolCallMachine:
             d.phase = "settled"
             d.outcome = settlement.outcome
 
-        self._apply(change)
+        self._apply("resolve", change)
 
-    def record_rejected(
-        self,
-        signal_id: str,
-        signal: Literal["steer", "tool_input", "resolve", "pause", "resume"],
-        error: ScopeError,
-    ) -> None:
+    def record_rejected(self, signal_id: str, signal: SignalKind, error: ScopeError) -> None:
         """Record a refused signal for the snapshot (the latest ones); nothing else changes."""
-        record_rejection(self._state.rejected_signals, signal_id, signal, error)
+        self._apply(
+            "record", lambda d: record_rejection(d.rejected_signals, signal_id, signal, error)
+        )
 
     def pause(self) -> None:
-        self._state.paused = True
+        def change(d: ToolCallState) -> None:
+            d.paused = True
+
+        self._apply("pause", change)
 
     def resume(self) -> None:
-        self._state.paused = False
+        def change(d: ToolCallState) -> None:
+            d.paused = False
+
+        self._apply("resume", change)
 
     def cancel(self) -> None:
         """End the call as canceled: its wait closes and it is never entered again."""
-        if self._state.phase != "settled":
-            self._state.phase = "canceled"
-            self._state.wait = None
+
+        def change(d: ToolCallState) -> None:
+            if d.phase in _LIVE:
+                d.phase = "canceled"
+                d.wait = None
+
+        self._apply("cancel", change)
 
     def snapshot(self) -> ProcessSnapshot:
         s = self._state
@@ -325,4 +373,4 @@ class ToolCallMachine:
         )
 
 
-__all__ = ["ToolAttempt", "ToolCallMachine", "ToolCallState"]
+__all__ = ["TABLE", "ToolAttempt", "ToolCallMachine", "ToolCallPhase", "ToolCallState"]

@@ -1,5 +1,5 @@
-"""Background tasks for `LocalRunner`: the same task machine and attempt code as the worker,
-with asyncio tasks instead of `scope.BackgroundTask` workflows and activities.
+"""Background tasks for `LocalRunner`: the same driver, machine and attempt code as the
+worker, with asyncio tasks instead of `scope.BackgroundTask` workflows and activities.
 
 Differences a test may notice: progress lives in memory (`MemoryMaterializer`), an
 attempt that raises is lost at once (no Temporal retry), and nothing survives the process.
@@ -9,68 +9,90 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
+from datetime import timedelta
 from typing import Any
 
-from scope_temporal.background.attempts import run_attempt
-from scope_temporal.background.envelopes import launched
+from scope_temporal.activities.background import attempt_task
 from scope_temporal.background.materializer import MemoryMaterializer
 from scope_temporal.background.runtime import BackgroundRuntime, LiveRuns
-from scope_temporal.background.tool import BackgroundTool
-from scope_temporal.errors import InvalidToolInput, TaskEnded
-from scope_temporal.interaction.background_task import BackgroundTaskMachine
-from scope_temporal.interaction.effects import ToolEffectRequest
+from scope_temporal.driver.background_task import TaskDriver
+from scope_temporal.driver.transport import Host
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
-from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
-from scope_temporal.tools.outcome import Backgrounded, ProgressSummary, Succeeded
+from scope_temporal.interaction.task_values import AttemptReport
+from scope_temporal.payloads import TaskAttemptInput, TaskInput, TaskReport, ToolInputAnswer
+from scope_temporal.tools.outcome import ProgressSummary
 from scope_temporal.tools.registry import ToolRegistry
 
-Spawn = Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
+Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
 
-class _Task:
-    def __init__(self, tasks: LocalTasks, machine: BackgroundTaskMachine) -> None:
-        self.tasks = tasks
-        self.machine = machine
-        self.changed = asyncio.Event()
-        self.attempt: asyncio.Task[None] | None = None
+class _Attempt:
+    """One background attempt in flight, as an asyncio task of the run."""
 
-    def pump(self) -> None:
-        self.changed.set()
-        self.changed = asyncio.Event()
-        plan = self.machine.next_attempt()
-        if plan is not None:
-            self.attempt = self.tasks.spawn(self._run(plan))
+    def __init__(self, tasks: LocalTasks, input: TaskAttemptInput) -> None:
+        self._tasks = tasks
+        self._plan = input.plan
+        self._run = tasks.spawn(self._attempt())
 
-    async def _run(self, plan: AttemptPlan) -> None:
-        tool = self.tasks.tools.get(plan.tool)
-        assert isinstance(tool, BackgroundTool)  # it launched the task
+    async def _attempt(self) -> AttemptReport:
+        plan = self._plan
 
         async def tell(progress: ProgressSummary | None, resumed: str | None) -> None:
-            self.machine.on_progress(plan.attempt, progress, resumed)
-            self.pump()
+            self._tasks.deliver_report(
+                plan.task_id, TaskReport(attempt=plan.attempt, progress=progress, resumed=resumed)
+            )
 
         try:
-            report = await run_attempt(
-                tool,
+            return await attempt_task(
                 plan,
                 attempt=plan.attempt,
+                tools=self._tasks.tools,
+                runtime=self._tasks.runtime,
                 previous=None,
-                runtime=self.tasks.runtime,
                 beat=lambda _: None,
                 tell=tell,
                 heartbeat_every=3600.0,
                 stop_on_cancel=lambda: True,
             )
         except Exception as error:  # no outcome, and no Temporal to retry it
-            report = AttemptReport(attempt=plan.attempt, lost=f"{type(error).__name__}: {error}")
-        self.attempt = None
-        self.machine.on_report(report)
-        self.pump()
+            return AttemptReport(attempt=plan.attempt, lost=f"{type(error).__name__}: {error}")
 
-    def stop(self, reason: str) -> None:
-        if self.machine.request_cancel(reason) and self.attempt is not None:
-            self.attempt.cancel()
-        self.pump()
+    def cancel(self) -> None:
+        self._run.cancel()
+
+    async def report(self) -> AttemptReport:
+        try:
+            report: AttemptReport = await asyncio.shield(self._run)
+        except asyncio.CancelledError:
+            if not self._run.done():
+                raise  # the task itself is being cancelled
+            return AttemptReport(attempt=self._plan.attempt, lost="cancelled")
+        return report
+
+
+class _TaskTransport:
+    """A background task's transport in-process (see `driver.transport.TaskTransport`)."""
+
+    def __init__(self, tasks: LocalTasks, host: Host) -> None:
+        self._tasks = tasks
+        self._host = host
+
+    async def wait_until(self, ready: Callable[[], bool]) -> None:
+        await self._host.wait_until(ready)
+
+    def changed(self) -> None:
+        self._host.changed()
+
+    def show(self, details: str) -> None:
+        """Nothing shows a local task's details."""
+
+    def warn(self, message: str) -> None:
+        self._host.warn(message)
+
+    def start_attempt(
+        self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
+    ) -> _Attempt:
+        return _Attempt(self._tasks, input)
 
 
 class LocalTasks:
@@ -79,66 +101,60 @@ class LocalTasks:
     Args:
         tools: the runner's tools.
         spawn: runs a coroutine as a task of the run (so `idle()` waits for it).
+        host: how the run's drivers wait and are woken.
     """
 
-    def __init__(self, tools: ToolRegistry, spawn: Spawn) -> None:
+    def __init__(self, tools: ToolRegistry, spawn: Spawn, host: Host) -> None:
         self.tools = tools
         self.spawn = spawn
         self.runtime = BackgroundRuntime(
             materializer=MemoryMaterializer(), live_runs=LiveRuns(), adopt_queue=None, tasks=self
         )
-        self._tasks: dict[str, _Task] = {}
+        self._transport = _TaskTransport(self, host)
+        self._tasks: dict[str, TaskDriver] = {}
 
-    def launch(self, outcome: Backgrounded, request: ToolEffectRequest) -> Succeeded:
-        launch = outcome.launch
-        task = _Task(
-            self,
-            BackgroundTaskMachine.start(
-                launch, ref=request.ref, parent_id=request.parent_id, definition=request.definition
-            ),
-        )
-        self._tasks[launch.task_id] = task
-        task.pump()
-        return launched(request.call, launch)
+    def start(self, input: TaskInput) -> None:
+        """Start a task as its call launched it."""
+        driver = TaskDriver(input, self._transport)
+        self._tasks[input.launch.task_id] = driver
+        self.spawn(driver.run())
+
+    def deliver_report(self, task_id: str, report: TaskReport) -> None:
+        self._tasks[task_id].report(report)
+
+    def answer_signal(self, task_id: str, input: ToolInputAnswer) -> None:
+        """An answer forwarded as a signal: taken, or recorded as rejected."""
+        self._tasks[task_id].tool_input_signal(input)
 
     def processes(self) -> list[ProcessSnapshot]:
-        return [t.machine.process_snapshot() for t in self._tasks.values()]
+        return [t.process_snapshot() for t in self._tasks.values()]
 
     def holds(self, task_id: str) -> bool:
         return task_id in self._tasks
 
     async def snapshot(self, task_id: str) -> TaskSnapshot | None:
         task = self._tasks.get(task_id)
-        return None if task is None else task.machine.snapshot()
+        return None if task is None else task.snapshot()
 
     async def cancel(self, task_id: str, reason: str) -> TaskSnapshot | None:
         task = self._tasks.get(task_id)
         if task is None:
             return None
-        task.stop(reason)
-        return task.machine.snapshot()
+        task.validate_cancel()
+        return task.cancel(reason)
 
     async def answer(self, pending: PendingToolInput, answer_id: str, response: Any) -> bool:
         """Answer a task's question; returns once the tool took it (see the workflow's
         `scope.tool_input` update for the same contract)."""
         task = self._tasks[pending.process_id]
-        fresh = task.machine.answer(pending.wait_id, answer_id, response)
-        task.pump()
-        while (verdict := task.machine.verdict(answer_id)) is None:
-            await task.changed.wait()
-        if verdict == "refused":
-            raise InvalidToolInput(
-                f"the tool refused the answer (nothing was applied): "
-                f"{task.machine.refusal(answer_id)}"
-            )
-        if verdict == "unapplied":
-            raise TaskEnded("The task ended before it could take the answer.")
-        return fresh
+        input = ToolInputAnswer(wait_id=pending.wait_id, answer_id=answer_id, response=response)
+        task.validate_answer(input)
+        return await task.answer_update(input)
 
     def cancel_all(self) -> None:
         for task in self._tasks.values():
             if not task.machine.done:
-                task.stop("the run was cancelled")
+                task.cancel("the run was cancelled")
 
 
 __all__ = ["LocalTasks"]

@@ -28,9 +28,10 @@ from scope_temporal.converter import scope_data_converter
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ScopeError
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
-from scope_temporal.workflows import registry
+from scope_temporal.registry import Registry
 from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
+from scope_temporal.workflows.serving import RegistryInterceptor
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
 
 
@@ -54,7 +55,9 @@ async def replay_history(
     Args:
         history: the recorded history.
         definitions: the Definitions the recording worker served.
-        payload_limit_bytes: the recording worker's limit (its checks run in the workflow).
+        payload_limit_bytes: the recording worker's limit. Only histories recorded before
+            Interactions recorded their settings need it: newer ones replay with the
+            limit and the served delegates they recorded, whatever is given here.
         storage: the external storage the recording worker offloaded payloads to, if any.
         data_converter: the recording worker's client converter, when it carried a payload
             codec (e.g. encryption): histories are decoded with it.
@@ -65,12 +68,12 @@ async def replay_history(
     with that `.code`, caused by Temporal's non-determinism error; otherwise it is the
     error Temporal reported.
     """
-    registry.register(registry.REPLAY_QUEUE, list(definitions), payload_limit=payload_limit_bytes)
+    registry = Registry(definitions, payload_limit=payload_limit_bytes)
     failures = _ClassifiedFailures()
     replayer = Replayer(
         workflows=[InteractionWorkflow, ToolCallWorkflow, BackgroundTaskWorkflow],
         data_converter=scope_data_converter(data_converter, storage=storage),
-        interceptors=[failures],
+        interceptors=[RegistryInterceptor(registry), failures],
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     if result.replay_failure is None or not failures.seen:

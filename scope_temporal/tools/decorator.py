@@ -35,7 +35,7 @@ from scope_temporal.tools.spec import (
 )
 from scope_temporal.tools.validation import InvalidArguments, decode_arguments
 
-__all__ = ["Tool", "tool"]
+__all__ = ["Tool", "implement", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -64,7 +64,8 @@ class Tool(Generic[P, R]):
         self.middleware: tuple[Middleware, ...] = middleware
         """The tool's own middleware, in declared order (after the worker's)."""
         self._call: Callable[..., Any] = fn
-        self._arguments = arguments
+        self.arguments: type[BaseModel] = arguments
+        """The pydantic model the call's JSON arguments are validated into."""
         self._parameters = {
             field: info.alias or field for field, info in arguments.model_fields.items()
         }
@@ -100,7 +101,7 @@ class Tool(Generic[P, R]):
         """
         decoded = decode_arguments(arguments_json)
         try:
-            bound = self._arguments.model_validate(decoded)
+            bound = self.arguments.model_validate(decoded)
         except ValidationError as exc:
             raise InvalidArguments(_first_error(exc)) from None
         kwargs = {self._parameters[f]: getattr(bound, f) for f in bound.model_fields_set}
@@ -193,6 +194,16 @@ def tool(
     if fn is None:
         return options.build
     return options.build(fn)
+
+
+def implement(declaration: Tool[P, Any], body: Callable[P, R]) -> Tool[P, R]:
+    """The declared tool, with `body` to run: the same spec, arguments and middleware.
+
+    For tools declared apart from their bodies (the framework's task tools): the
+    declaration is what a Definition binds, the body what a worker runs. The type checker
+    holds `body` to the declaration's parameters.
+    """
+    return Tool(body, declaration.spec, declaration.middleware, declaration.arguments)
 
 
 @dataclass(frozen=True)

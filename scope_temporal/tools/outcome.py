@@ -1,7 +1,8 @@
 """The outcome of one tool attempt, as tagged data that crosses the activity boundary.
 
 Exactly one of five kinds. Only `unknown` means the framework cannot prove what
-happened; it is never retried by the framework.
+happened; it is never retried by the framework. Also the values a background tool's
+call and task carry across it: its launch, its progress, the outcome of its run.
 """
 
 from __future__ import annotations
@@ -107,6 +108,54 @@ class TaskLaunch(_Outcome):
     """The last attempt made (0: the foreground one)."""
     progress: ProgressSummary = ProgressSummary()
     settings: BackgroundSpec
+
+
+RunStatus = Literal["completed", "failed", "canceled", "waiting_input"]
+
+
+class RunOutcome(BaseModel):
+    """The authoritative end of a run (or its pause for input): what `RunHandle.wait` gives.
+
+    Build one with `completed(data)`, `failed(error)`, `canceled()` or
+    `waiting_input(prompt, response_schema, checkpoint)`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: RunStatus
+    data: Any = None
+    """`completed`: the result, any JSON value (the model reads it via `task_output`)."""
+    error: str | None = None
+    """`failed`: what went wrong, for the model; `canceled`: why, if known."""
+    prompt: Any = None
+    """`waiting_input`: the question for the host (a string or any JSON value)."""
+    response_schema: dict[str, Any] | None = None
+    """`waiting_input`: the JSON schema an answer must match."""
+    checkpoint: Any = None
+    """`waiting_input`: the checkpoint `resume` receives (None keeps the previous one)."""
+
+    @classmethod
+    def completed(cls, data: Any = None) -> RunOutcome:
+        return cls(status="completed", data=data)
+
+    @classmethod
+    def failed(cls, error: str) -> RunOutcome:
+        return cls(status="failed", error=error)
+
+    @classmethod
+    def canceled(cls, reason: str | None = None) -> RunOutcome:
+        return cls(status="canceled", error=reason)
+
+    @classmethod
+    def waiting_input(
+        cls, prompt: Any, response_schema: dict[str, Any], checkpoint: Any = None
+    ) -> RunOutcome:
+        return cls(
+            status="waiting_input",
+            prompt=prompt,
+            response_schema=dict(response_schema),
+            checkpoint=checkpoint,
+        )
 
 
 class Backgrounded(_Outcome):

@@ -1,8 +1,9 @@
 """Workflow `scope.BackgroundTask`. Everything here runs inside the workflow: deterministic.
 
-A thin driver of `BackgroundTaskMachine`: one per task, id = the task id, started by the
-ToolCall side of the call that moved to the background (parent-close policy *abandon*:
-the task outlives its call; the Interaction cancels its tasks when it is cancelled).
+One per task, id = the task id, started by the side of the call that moved to the
+background (parent-close policy *abandon*: the task outlives its call; the Interaction
+cancels its tasks when it is cancelled). A thin shell around `TaskDriver` (the same
+driver `LocalRunner` runs), with `TemporalTransport`.
 
 Each attempt is the heartbeating activity `scope.task.attempt`; its heartbeat details
 carry the checkpoint, so Temporal's retry (recoverable tools only: `max_attempts > 1`)
@@ -14,41 +15,15 @@ result is the final `TaskSnapshot` (a failed or cancelled task is data, not an e
 
 from __future__ import annotations
 
-import asyncio
-from datetime import timedelta  # deterministic: a value type, no clock
-
-from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, TimeoutError
 
-from scope_temporal import errors, names
+from scope_temporal import names
+from scope_temporal.driver.background_task import TaskDriver
 from scope_temporal.errors import ScopeError
-from scope_temporal.interaction.background_task import BackgroundTaskMachine
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
-from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
-from scope_temporal.payloads import (
-    HeartbeatState,
-    TaskAttemptInput,
-    TaskCancelInput,
-    TaskInput,
-    TaskReport,
-    ToolInputAnswer,
-)
-from scope_temporal.workflows.outcomes import describe_activity_error, update_rejection
-
-_ADOPT_PICKUP = timedelta(seconds=10)
-"""How long an adoption may wait for the worker holding the live run to pick it up."""
-
-
-def _retry(max_attempts: int) -> RetryPolicy:
-    """Temporal may repeat an attempt only for recoverable tools (`max_attempts > 1`)."""
-    return RetryPolicy(
-        maximum_attempts=max_attempts,
-        initial_interval=timedelta(seconds=1),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=10),
-    )
+from scope_temporal.payloads import TaskCancelInput, TaskInput, TaskReport, ToolInputAnswer
+from scope_temporal.workflows.outcomes import update_rejection
+from scope_temporal.workflows.temporal import TemporalTransport
 
 
 # ScopeError: deterministic framework errors fail the workflow with their code.
@@ -59,161 +34,60 @@ class BackgroundTaskWorkflow:
 
     @workflow.init
     def __init__(self, input: TaskInput) -> None:
-        self._machine = BackgroundTaskMachine.start(
-            input.launch, ref=input.ref, parent_id=input.parent_id, definition=input.definition
-        )
-        self._attempt: workflow.ActivityHandle[AttemptReport] | None = None
-        self._stop_sent = False
+        self._driver = TaskDriver(input, TemporalTransport())
 
     @workflow.run
     async def run(self, input: TaskInput) -> TaskSnapshot:
-        machine = self._machine
-        try:
-            while not machine.done:
-                self._show()
-                plan = machine.next_attempt()
-                if plan is None:
-                    await workflow.wait_condition(lambda: machine.done or machine.phase == "ready")
-                    continue
-                machine.on_report(await self._run_attempt(plan, input))
-        except asyncio.CancelledError:
-            # Cancelled from outside (its Interaction was cancelled): stop the run, say how
-            # it ended, and end normally with that (the snapshot is the result).
-            if not machine.done and machine.request_cancel("the task's workflow was cancelled"):
-                attempt = self._attempt
-                if attempt is not None:
-                    attempt.cancel()
-                    machine.on_report(await self._report_of(attempt))
-        self._show()
+        snapshot = await self._driver.run()
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return machine.snapshot()
-
-    async def _run_attempt(self, plan: AttemptPlan, input: TaskInput) -> AttemptReport:
-        settings = input.launch.settings
-        self._stop_sent = False
-        self._attempt = workflow.start_activity(
-            names.TASK_ATTEMPT_ACTIVITY,
-            TaskAttemptInput(plan=plan, heartbeat=settings.heartbeat_timeout),
-            result_type=AttemptReport,
-            task_queue=plan.queue,
-            start_to_close_timeout=settings.task_timeout,
-            schedule_to_start_timeout=_ADOPT_PICKUP if plan.mode == "adopt" else None,
-            heartbeat_timeout=settings.heartbeat_timeout,
-            retry_policy=_retry(plan.max_attempts),
-            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            summary=f"{plan.mode} {plan.tool} (attempt {plan.attempt})",
-        )
-        if self._machine.stopping:  # cancelled while this attempt was being planned
-            self._stop()
-        try:
-            return await self._report_of(self._attempt)
-        finally:
-            self._attempt = None
-
-    async def _report_of(self, attempt: workflow.ActivityHandle[AttemptReport]) -> AttemptReport:
-        """The attempt's report; an attempt without one is lost (with its last checkpoint)."""
-        try:
-            return await attempt
-        except ActivityError as error:
-            checkpoint = None
-            cause = error.cause
-            if isinstance(cause, TimeoutError) and cause.last_heartbeat_details:
-                try:
-                    beat = HeartbeatState.model_validate(cause.last_heartbeat_details[0])
-                except ValidationError:  # not ours: recover from the last known checkpoint
-                    beat = HeartbeatState()
-                checkpoint = beat.checkpoint
-            return AttemptReport(
-                attempt=0, lost=describe_activity_error(error), checkpoint=checkpoint
-            )
-
-    def _stop(self) -> None:
-        if self._attempt is not None and not self._stop_sent:
-            self._stop_sent = True
-            self._attempt.cancel()
-
-    def _show(self) -> None:
-        task = self._machine.snapshot()
-        detail = f"**{task.status}** · {task.tool} · attempt {task.attempt}"
-        if task.progress.events:
-            detail += f" · {task.progress.events} progress event(s)"
-            if task.progress.last_message:
-                detail += f": {task.progress.last_message}"
-        if task.question is not None:
-            detail += f" · waiting for input `{task.question.wait_id}`: {task.question.prompt_text}"
-        if task.error:
-            detail += f" · {task.error}"
-        workflow.set_current_details(detail)
+        return snapshot
 
     # --- signals, updates, queries ---------------------------------------------------
 
     @workflow.signal(name=names.TASK_REPORT)
     def report(self, input: TaskReport) -> None:
-        self._machine.on_progress(input.attempt, input.progress, input.resumed)
+        self._driver.report(input)
 
     @workflow.update(name=names.TASK_CANCEL)
     def cancel(self, input: TaskCancelInput) -> TaskSnapshot:
-        if self._machine.request_cancel(input.reason or "cancelled on request"):
-            self._stop()
-        return self._machine.snapshot()
+        return self._driver.cancel(input.reason)
 
     @cancel.validator
     def _validate_cancel(self, input: TaskCancelInput) -> None:
-        if self._machine.done:
-            raise update_rejection(
-                errors.TaskEnded(
-                    f"Background task {self._machine.snapshot().task_id!r} has already ended "
-                    f"({self._machine.phase})."
-                )
-            )
+        try:
+            self._driver.validate_cancel()
+        except ScopeError as error:
+            raise update_rejection(error) from None
 
     @workflow.signal(name=names.TOOL_INPUT)
     def tool_input_signal(self, input: ToolInputAnswer) -> None:
-        try:
-            self._machine.answer(input.wait_id, input.answer_id, input.response)
-        except ScopeError as error:
-            self._machine.record_rejected(input.answer_id, "tool_input", error)
+        self._driver.tool_input_signal(input)
 
     @workflow.update(name=names.TOOL_INPUT)
     async def tool_input_update(self, input: ToolInputAnswer) -> bool:
         """Answer the open question; returns once the tool took the answer (True), or
         False for an exact duplicate of one it took. A refusal by the tool raises
         `InvalidToolInput` and leaves the question open."""
-        machine = self._machine
         try:
-            fresh = machine.answer(input.wait_id, input.answer_id, input.response)
+            return await self._driver.answer_update(input)
         except ScopeError as error:
             raise update_rejection(error) from None
-        await workflow.wait_condition(lambda: machine.verdict(input.answer_id) is not None)
-        verdict = machine.verdict(input.answer_id)
-        if verdict == "refused":
-            raise update_rejection(
-                errors.InvalidToolInput(
-                    f"{machine.snapshot().tool} refused the answer (nothing was applied): "
-                    f"{machine.refusal(input.answer_id)}"
-                )
-            )
-        if verdict == "unapplied":
-            raise update_rejection(
-                errors.TaskEnded("The task ended before it could take the answer.")
-            )
-        return fresh
 
     @tool_input_update.validator
     def _validate_tool_input(self, input: ToolInputAnswer) -> None:
         try:
-            self._machine.check_answer(input.wait_id, input.answer_id, input.response)
+            self._driver.validate_answer(input)
         except ScopeError as error:
             raise update_rejection(error) from None
 
     @workflow.query(name=names.TASK_STATUS_QUERY)
     def status(self) -> TaskSnapshot:
-        return self._machine.snapshot()
+        return self._driver.snapshot()
 
     @workflow.query(name=names.TASK_QUESTION_QUERY)
     def question(self) -> PendingToolInput | None:
-        return self._machine.snapshot().question
+        return self._driver.snapshot().question
 
     @workflow.query(name=names.SNAPSHOT_QUERY)
     def snapshot(self) -> ProcessSnapshot:
-        return self._machine.process_snapshot()
+        return self._driver.process_snapshot()

@@ -4,12 +4,8 @@ Handlers take the raw payload and decode it here, so a malformed one (not JSON, 
 types, unknown fields) is refused like any other bad input: a signal is recorded as
 rejected in the snapshot, an update's validator raises the typed error to its caller.
 Left to the SDK, a signal that does not decode is dropped with only a log line, and an
-update fails with an untyped "Failed decoding arguments".
-
-Size: an input is refused (code `interaction.payload.too_large`) when accepting it would
-put a payload over the worker's limit (`ScopeWorker(payload_limit_bytes=...)`): a steer
-that would make the next model request too large, an answer or a settlement over the
-limit. Accepted, such an input would fail the Interaction (or a workflow task) later.
+update fails with an untyped "Failed decoding arguments". (Their size is checked by the
+drivers: `scope_temporal.driver.inputs`.)
 """
 
 from __future__ import annotations
@@ -22,12 +18,8 @@ from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 
-from scope_temporal import errors
 from scope_temporal.errors import InvalidSignal
 from scope_temporal.ids import MAX_ID_CHARS
-from scope_temporal.interaction.machine import InteractionMachine
-from scope_temporal.payload_limits import size_of, too_large
-from scope_temporal.workflows import registry
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -73,32 +65,3 @@ def claimed_id(raw: RawValue, *keys: str) -> str:
             if isinstance(value, str):
                 return value[:MAX_ID_CHARS]
     return ""
-
-
-def check_size(payload: BaseModel, what: str) -> None:
-    """Refuse a payload over the worker's limit.
-
-    Raises:
-        InvalidSignal: code `interaction.payload.too_large`.
-    """
-    _refuse_over_limit(what, size_of(payload), "It was refused; send less.")
-
-
-def check_steer_room(machine: InteractionMachine, payload: BaseModel) -> None:
-    """Refuse a steer that would put the next model request over the worker's limit.
-
-    Raises:
-        InvalidSignal: code `interaction.payload.too_large`.
-    """
-    check_size(payload, "The steer")
-    _refuse_over_limit(
-        "With this steer, the next model request",
-        machine.queued_message_bytes + size_of(payload),
-        "The steer was refused; send a shorter one.",
-    )
-
-
-def _refuse_over_limit(what: str, size: int, advice: str) -> None:
-    limit = registry.payload_limit(workflow.info().task_queue)
-    if size > limit:
-        raise InvalidSignal(too_large(what, size, limit, advice), code=errors.PAYLOAD_TOO_LARGE)

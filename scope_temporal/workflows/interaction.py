@@ -1,52 +1,37 @@
 """Workflow `scope.Interaction`. Everything here runs inside the workflow: deterministic.
 
-A thin driver of `InteractionMachine`: it starts the effects the machine asks for (the
-`scope.model` activity, `scope.ToolCall` and Delegate children), feeds each settlement
-back, and maps signals/updates onto the machine. It never decides anything the machine
-decides. An ambiguous model activity becomes an unknown Effect; the workflow then just
-waits for `scope.resolve`.
+A thin shell around `InteractionDriver` (the same driver `LocalRunner` runs): it finds
+the Definition, records the run's settings in history, reads each signal's and update's
+raw payload, and hands everything else to the driver with `TemporalTransport`.
 """
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta  # deterministic: a value type, no clock
-from typing import Any, Literal
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RawValue
 
 from scope_temporal import errors, names
+from scope_temporal.driver.interaction import InteractionDriver
+from scope_temporal.driver.start import open_machine, settings_of
 from scope_temporal.errors import ScopeError
-from scope_temporal.interaction.effects import (
-    CallModel,
-    ModelSettlement,
-    StartDelegate,
-    StartToolCall,
-)
-from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.outputs import Failure, Output
-from scope_temporal.payload_limits import size_of
 from scope_temporal.payloads import (
     ContextPage,
     ContextPageRequest,
     ControlInput,
     InteractionInput,
     ResolveInput,
+    RunSettings,
     SteerInput,
     ToolInputAnswer,
 )
-from scope_temporal.telemetry import workflow_counters
-from scope_temporal.workflows import inputs, registry
-from scope_temporal.workflows.calls import run_delegate, run_tool_call
-from scope_temporal.workflows.model_calls import ModelCaller
-from scope_temporal.workflows.outcomes import (
-    failure_error,
-    update_rejection,
-)
-
-_CARRY_RETRY_CALLS = 20
+from scope_temporal.workflows import inputs, serving
+from scope_temporal.workflows.outcomes import failure_error, update_rejection
+from scope_temporal.workflows.temporal import TemporalTransport
 
 
 # ScopeError: a deterministic framework error (e.g. the Definition changed under a running
@@ -68,202 +53,52 @@ class InteractionWorkflow:
 
     @workflow.init
     def __init__(self, input: InteractionInput) -> None:
-        # The machine exists before the first handler runs, so a steer or query that
+        # The driver exists before the first handler runs, so a steer or query that
         # arrives with the very first workflow task finds it.
-        self._machine: InteractionMachine | None = None
-        self._dirty = False
-        self._tasks: list[asyncio.Task[None]] = []
-        self._crash: BaseException | None = None
+        served = serving.current()
+        info = workflow.info()
+        opened = open_machine(input, info.workflow_id, served, f"task queue {info.task_queue!r}")
         self._startup_failure: Failure | None = None
-        self._reported_status = "running"  # what the client set at start
-        self._models = ModelCaller(input.context_sent)
-        # child workflows started and not ended (signals addressed below them go to them)
-        self._children: set[str] = set()
-        self._carry_checked_until = 0  # see _can_carry
-        task_queue = workflow.info().task_queue
-        definition = registry.lookup(task_queue, input.definition)
-        if definition is None:
-            self._startup_failure = Failure.of(
-                errors.DEFINITION_UNKNOWN,
-                f"No Definition {input.definition!r} is registered on task queue "
-                f"{task_queue!r} (known: {registry.names(task_queue)}). Register it on the "
-                "worker.",
+        self._driver: InteractionDriver | None = None
+        if isinstance(opened, Failure):
+            self._startup_failure = opened
+        else:
+            self._driver = InteractionDriver(
+                opened, TemporalTransport(), input, limit=served.payload_limit
             )
-            return
-        try:
-            if input.state is not None:
-                self._machine = InteractionMachine(definition, input.state)
-            else:
-                self._machine = InteractionMachine.start(
-                    definition,
-                    workflow.info().workflow_id,
-                    list(input.messages),
-                    max_model_calls=input.max_model_calls,
-                    capabilities=input.capabilities,
-                )
-        except ScopeError as error:
-            self._startup_failure = Failure.of(error.code, error.message)
 
     @workflow.run
     async def run(self, input: InteractionInput) -> Output:
-        machine = self._machine
-        if machine is None:
+        driver = self._driver
+        if driver is None:
             raise failure_error(
                 self._startup_failure or Failure.of(errors.STATE_INVALID, "did not start")
             )
-        definition = machine.definition
-        # The digest is recorded in history as a local activity's result: a replay under a
-        # changed declaration reads the old digest back and fails with its code, instead
-        # of silently diverging (or looping on a non-determinism error).
+        failure = driver.begin(input.settings or await self._record(driver))
+        if failure is not None:
+            raise failure_error(failure)
+        result = await driver.run()
+        if isinstance(result, Failure):
+            raise failure_error(result)
+        return result
+
+    async def _record(self, driver: InteractionDriver) -> RunSettings:
+        """The run's settings, recorded in history as a local activity's result: a replay
+        reads them back (a changed Definition then fails with its code instead of silently
+        diverging), never the replaying worker's configuration."""
+        definition = driver.machine.definition
+        settings = settings_of(definition, serving.current())
         recorded = await workflow.execute_local_activity(
             names.RECORD_DIGEST_ACTIVITY,
-            definition.digest,
-            result_type=str,
+            settings,
+            result_type=RawValue,
             start_to_close_timeout=timedelta(seconds=10),
             summary=f"definition {definition.name} {definition.digest[:12]}",
         )
-        if recorded != definition.digest:
-            raise failure_error(
-                Failure.of(
-                    errors.DEFINITION_CHANGED,
-                    f"Definition {definition.name!r} changed while this Interaction ran "
-                    f"(recorded {recorded[:12]}, now {definition.digest[:12]}). Deploy changed "
-                    "agents as a new pinned build (Worker Versioning), under a new Definition "
-                    "name, or let old runs finish first (docs/deploy.md).",
-                )
-            )
-        try:
-            await self._drive(machine, input)
-        except asyncio.CancelledError:
-            machine.cancel()
-            self._track(input)
-            for task in self._tasks:
-                task.cancel()
-            await self._cancel_background_tasks(machine)
-            raise
-        if machine.output is not None:
-            return machine.output
-        raise failure_error(machine.failure or Failure.of(errors.STATE_INVALID, "no output"))
-
-    async def _drive(self, machine: InteractionMachine, input: InteractionInput) -> None:
-        calls_at_start = machine.model_calls_started
-        while True:
-            if machine.at_round_boundary and not self._tasks:
-                every = input.continue_as_new_every
-                due = every is not None and machine.model_calls_started - calls_at_start >= every
-                if (due or workflow.info().is_continue_as_new_suggested()) and self._can_carry(
-                    machine, input
-                ):
-                    await workflow.wait_condition(workflow.all_handlers_finished)
-                    workflow.continue_as_new(self._carried(machine, input))
-            for effect in machine.next_effects():
-                if isinstance(effect, CallModel):
-                    self._spawn(self._models.call(machine, effect))
-                elif isinstance(effect, StartToolCall):
-                    self._spawn(run_tool_call(machine, effect.request, self._children))
-                elif isinstance(effect, StartDelegate):
-                    self._spawn(run_delegate(machine, effect, input.track_status, self._children))
-            self._track(input)
-            if self._crash is not None:
-                raise self._crash
-            if machine.done:
-                for task in self._tasks:
-                    task.cancel()
-                return
-            await workflow.wait_condition(lambda: self._dirty)
-            self._dirty = False
-
-    async def _cancel_background_tasks(self, machine: InteractionMachine) -> None:
-        """Cancel the background tasks this Interaction launched (they are abandoned
-        children of their calls, so Temporal does not cancel them with it); a task that
-        already ended refuses, which is fine."""
-
-        async def cancel(task_id: str) -> None:
-            try:
-                await workflow.get_external_workflow_handle(task_id).cancel()
-            except Exception as error:  # ended already: nothing to stop
-                workflow.logger.info("background task %s not cancelled: %s", task_id, error)
-
-        await asyncio.gather(*(cancel(t) for t in machine.tasks_to_cancel))
-
-    def _carried(self, machine: InteractionMachine, input: InteractionInput) -> InteractionInput:
-        """The next run's input: the whole state (context, counters, steer mailbox)."""
-        return InteractionInput(
-            definition=input.definition,
-            track_status=input.track_status,
-            continue_as_new_every=input.continue_as_new_every,
-            state=machine.state,
-            context_sent=self._models.context_sent,
-        )
-
-    def _can_carry(self, machine: InteractionMachine, input: InteractionInput) -> bool:
-        """Whether the state fits in the next run's input (under the payload limit).
-
-        If not (a huge conversation and no external storage), this run goes on instead:
-        its history still grows by one round at a time, and the check is repeated only
-        every `_CARRY_RETRY_CALLS` model calls, so it never costs a copy per round.
-        """
-        if machine.model_calls_started < self._carry_checked_until:
-            return False
-        size = size_of(self._carried(machine, input))
-        limit = registry.payload_limit(workflow.info().task_queue)
-        if size <= limit:
-            return True
-        self._carry_checked_until = machine.model_calls_started + _CARRY_RETRY_CALLS
-        workflow.logger.warning(
-            "not continuing as new: the state is %d bytes, over the payload limit of %d; "
-            "configure storage= on the worker to offload it",
-            size,
-            limit,
-        )
-        return False
-
-    def _spawn(self, work: Any) -> None:
-        task: asyncio.Task[None] = asyncio.create_task(work)
-        self._tasks.append(task)
-
-        def finished(t: asyncio.Task[None]) -> None:
-            self._tasks.remove(t)
-            if not t.cancelled() and t.exception() is not None and self._crash is None:
-                self._crash = t.exception()
-            self._dirty = True
-
-        task.add_done_callback(finished)
-
-    def _track(self, input: InteractionInput) -> None:
-        """Show the live status in the UI; keep the ScopeStatus search attribute current.
-
-        The attribute changes only on pause/resume (signals) and at the end. An unknown
-        effect shows as `waiting` in the details but not in the attribute: an update that
-        settles it may be applied before or after the activity's failure in the same
-        workflow task on replay, so no command may depend on that moment.
-        """
-        machine = self._machine
-        if machine is None:
-            return
-        status = machine.status
-        note = ""
-        if status == "waiting":
-            note = " · waiting: the model call's outcome is unknown; resolve it"
-        elif machine.active_children:
-            note = f" · running {len(machine.active_children)} call(s)"
-        limit = machine.max_model_calls
-        workflow.set_current_details(
-            f"**{status}** · definition `{machine.definition.name}` · model calls "
-            f"{machine.model_calls}/{limit if limit is not None else '∞'}{note}"
-        )
-        if status == "waiting":
-            status = "running"
-        if status == self._reported_status:
-            return
-        self._reported_status = status
-        if input.track_status:
-            workflow.upsert_search_attributes(
-                [
-                    names.DEFINITION_ATTRIBUTE.value_set(machine.definition.name),
-                    names.STATUS_ATTRIBUTE.value_set(status),
-                ]
-            )
+        value: Any = workflow.payload_converter().from_payload(recorded.payload)
+        if isinstance(value, str):  # recorded before the settings were: the digest alone
+            return settings.model_copy(update={"digest": value})
+        return RunSettings.model_validate(value)
 
     # --- signals and updates ---------------------------------------------------------
 
@@ -272,99 +107,62 @@ class InteractionWorkflow:
 
     @workflow.signal(name=names.STEER)
     def steer_signal(self, raw: RawValue) -> None:
-        machine = self._require_machine()
+        driver = self._require_driver()
         try:
             input = inputs.decode(raw, SteerInput, "steer")
-            inputs.check_steer_room(machine, input)
-            machine.steer(input.signal_id, input.messages)
         except ScopeError as error:
-            machine.record_rejected(inputs.claimed_id(raw, "signal_id"), "steer", error)
-        self._dirty = True
+            driver.reject(inputs.claimed_id(raw, "signal_id"), "steer", error)
+            return
+        driver.steer_signal(input)
 
     @workflow.update(name=names.STEER)
     def steer_update(self, raw: RawValue) -> bool:
         try:
-            input = inputs.decode(raw, SteerInput, "steer")
-            accepted = self._require_machine().steer(input.signal_id, input.messages)
+            return self._require_driver().steer_update(inputs.decode(raw, SteerInput, "steer"))
         except ScopeError as error:
             raise update_rejection(error) from None
-        self._dirty = True
-        return accepted
 
     @steer_update.validator
     def _validate_steer(self, raw: RawValue) -> None:
         try:
-            machine = self._require_machine()
-            input = inputs.decode(raw, SteerInput, "steer")
-            inputs.check_steer_room(machine, input)
-            machine.check_steer(input.signal_id, input.messages)
+            self._require_driver().validate_steer(inputs.decode(raw, SteerInput, "steer"))
         except ScopeError as error:
             raise update_rejection(error) from None
 
     @workflow.signal(name=names.RESOLVE)
     def resolve_signal(self, raw: RawValue) -> None:
-        machine = self._require_machine()
+        driver = self._require_driver()
         try:
             input = inputs.decode(raw, ResolveInput, "resolve")
-            inputs.check_size(input, "The settlement")
         except ScopeError as error:
-            machine.record_rejected(inputs.claimed_id(raw, "signal_id"), "resolve", error)
-            self._dirty = True
+            driver.reject(inputs.claimed_id(raw, "signal_id"), "resolve", error)
             return
-        settlement = input.settlement
-        target = settlement.request.process_id
-        if target != machine.process_id:
-            self._forward(target, names.RESOLVE, input)
-            return
-        try:
-            if not isinstance(settlement, ModelSettlement):
-                raise errors.SettlementMismatch("A tool settlement goes to its ToolCall process.")
-            machine.resolve(settlement)
-            workflow_counters.record_settlement(settlement)  # telemetry
-        except ScopeError as error:
-            machine.record_rejected(input.signal_id, "resolve", error)
-        self._dirty = True
+        driver.resolve_signal(input)
 
     @workflow.update(name=names.RESOLVE)
     async def resolve_update(self, raw: RawValue) -> None:
-        settlement = inputs.decode(raw, ResolveInput, "resolve").settlement
-        assert isinstance(settlement, ModelSettlement)
-        machine = self._require_machine()
-        # On replay an update can be applied before the activity failure it settles,
-        # when both fall in one workflow task: wait for the unknown to be recorded.
-        await workflow.wait_condition(lambda: not machine.model_in_flight)
+        input = inputs.decode(raw, ResolveInput, "resolve")
         try:
-            machine.resolve(settlement)
+            await self._require_driver().resolve_update(input)
         except ScopeError as error:
             raise update_rejection(error) from None
-        workflow_counters.record_settlement(settlement)  # telemetry
-        self._dirty = True
 
     @resolve_update.validator
     def _validate_resolve(self, raw: RawValue) -> None:
         try:
-            input = inputs.decode(raw, ResolveInput, "resolve")
-            inputs.check_size(input, "The settlement")
-            if not isinstance(input.settlement, ModelSettlement):
-                raise errors.SettlementMismatch(
-                    "A tool settlement must be sent to its ToolCall process (unknown.process_id)."
-                )
-            self._require_machine().check_resolution(input.settlement)
+            self._require_driver().validate_resolve(inputs.decode(raw, ResolveInput, "resolve"))
         except ScopeError as error:
             raise update_rejection(error) from None
 
     @workflow.signal(name=names.TOOL_INPUT)
     def tool_input_signal(self, raw: RawValue) -> None:
+        driver = self._require_driver()
         try:
             input = inputs.decode(raw, ToolInputAnswer, "tool_input")
-            inputs.check_size(input, "The answer")
         except ScopeError as error:
-            claimed = inputs.claimed_id(raw, "answer_id")
-            self._require_machine().record_rejected(claimed, "tool_input", error)
-            self._dirty = True
+            driver.reject(inputs.claimed_id(raw, "answer_id"), "tool_input", error)
             return
-        target = input.process_id or input.wait_id.rsplit("/wait/", 1)[0]
-        self._forward(target, names.TOOL_INPUT, input)
+        driver.tool_input_signal(input)
 
     @workflow.update(name=names.TOOL_INPUT)
     def tool_input_update(self, raw: RawValue) -> bool:
@@ -375,84 +173,42 @@ class InteractionWorkflow:
         raise update_rejection(self._answer_elsewhere(raw))
 
     def _answer_elsewhere(self, raw: RawValue) -> ScopeError:
-        """An answer sent as an update must go to the ToolCall process holding the wait."""
         try:
             input = inputs.decode(raw, ToolInputAnswer, "tool_input")
         except ScopeError as error:
             return error
-        target = input.process_id or input.wait_id.rsplit("/wait/", 1)[0]
-        return errors.NoSuchWait(
-            f"Interaction {self._require_machine().process_id!r} holds no input wait itself; "
-            f"send the answer to the ToolCall process that waits ({target!r}), as "
-            "InteractionHandle.answer does, or as a signal here (it is forwarded)."
-        )
+        return self._require_driver().answer_elsewhere(input)
 
     @workflow.signal(name=names.PAUSE)
     def pause(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
-        machine = self._require_machine()
+        driver = self._require_driver()
         try:
             inputs.decode_optional(raw, ControlInput, "pause")
         except ScopeError as error:
-            machine.record_rejected("", "pause", error)
+            driver.reject("", "pause", error)
             return
-        machine.pause()
-        for child in sorted(self._children):
-            self._signal_child(child, names.PAUSE, ControlInput())
-        self._dirty = True
+        driver.pause()
 
     @workflow.signal(name=names.RESUME)
     def resume(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
-        machine = self._require_machine()
+        driver = self._require_driver()
         try:
             inputs.decode_optional(raw, ControlInput, "resume")
         except ScopeError as error:
-            machine.record_rejected("", "resume", error)
+            driver.reject("", "resume", error)
             return
-        machine.resume()
-        for child in sorted(self._children):
-            self._signal_child(child, names.RESUME, ControlInput())
-        self._dirty = True
+        driver.resume()
 
     @workflow.query(name=names.SNAPSHOT_QUERY)
     def snapshot(self) -> ProcessSnapshot:
-        snap = self._require_machine().snapshot()
-        # calls running as activities of this workflow are not child processes
-        children = tuple(c for c in snap.active_children if c in self._children)
-        return snap.model_copy(update={"active_children": children})
+        return self._require_driver().snapshot()
 
     @workflow.query(name=names.CONTEXT_QUERY)
     def context_page(self, input: ContextPageRequest) -> ContextPage:
         """Messages of the latest model call, for a worker whose cache missed them."""
-        return self._models.page(input)
+        return self._require_driver().context_page(input)
 
-    def _require_machine(self) -> InteractionMachine:
-        if self._machine is None:
+    def _require_driver(self) -> InteractionDriver:
+        if self._driver is None:
             raise errors.ProtocolError("The Interaction has not started yet.")
-        return self._machine
-
-    def _forward(self, target: str, signal: str, payload: Any) -> None:
-        """Pass a signal addressed to a descendant to the active child on its path (or to
-        one of this Interaction's background tasks)."""
-        machine = self._require_machine()
-        for child in sorted(self._children) + list(machine.background_tasks):
-            if target == child or target.startswith(child + "/"):
-                self._signal_child(child, signal, payload)
-                return
-        signal_id = str(getattr(payload, "signal_id", None) or getattr(payload, "answer_id", ""))
-        kind: Literal["resolve", "tool_input"] = (
-            "resolve" if signal == names.RESOLVE else "tool_input"
-        )
-        machine.record_rejected(
-            signal_id,
-            kind,
-            errors.NoSuchWait(f"No active child process {target!r} to deliver {signal} to."),
-        )
-
-    def _signal_child(self, child_id: str, signal: str, payload: Any) -> None:
-        async def deliver() -> None:
-            try:
-                await workflow.get_external_workflow_handle(child_id).signal(signal, payload)
-            except Exception as error:  # the child ended meanwhile: nothing to deliver to
-                workflow.logger.info("signal %s to %s not delivered: %s", signal, child_id, error)
-
-        self._spawn(deliver())
+        return self._driver

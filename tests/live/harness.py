@@ -20,6 +20,7 @@ from scope_temporal import Definition, LocalFileMaterializer, ScopeClient, Scope
 from scope_temporal.definition import ToolCallWorkflows
 from scope_temporal.models.protocol import Model
 from scope_temporal.names import TOOL_ACTIVITY
+from scope_temporal.registry import Registry
 
 T = TypeVar("T")
 
@@ -40,6 +41,9 @@ CONVERTER_BY_QUEUE: dict[str, DataConverter] = {}
 TOOL_CALL_MODE: list[ToolCallWorkflows | None] = [None]
 # The mode each subprocess worker ran in, by task queue (replay needs it).
 MODE_BY_QUEUE: dict[str, ToolCallWorkflows] = {}
+# What each in-process worker served (its Registry), by task queue: filled for every
+# ScopeWorker the session builds (see `record_registries` in tests/conftest.py).
+REGISTRY_BY_QUEUE: dict[str, Registry] = {}
 
 
 def in_mode(definition: Definition, mode: ToolCallWorkflows) -> Definition:
@@ -174,6 +178,7 @@ __all__ = [
     "CONVERTER_BY_QUEUE",
     "DIVERGED_IDS",
     "MODE_BY_QUEUE",
+    "REGISTRY_BY_QUEUE",
     "STARTED_IDS",
     "STORAGE_BY_QUEUE",
     "TOOL_CALL_MODE",

@@ -19,9 +19,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import ScopeClient
-from scope_temporal.workflows import registry
+from scope_temporal.registry import Registry
 from tests.live import loud_app
-from tests.live.harness import STARTED_IDS, eventually
+from tests.live.harness import REGISTRY_BY_QUEUE, STARTED_IDS, eventually
 from tests.live.test_cli_dev import REPO, Proc, clean_env, free_port
 
 pytestmark = pytest.mark.live
@@ -53,7 +53,7 @@ async def test_worker_metrics_flag_serves_scope_metrics_to_prometheus(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     port, queue = free_port(), f"metrics-{uuid.uuid4().hex[:6]}"
-    registry.register(queue, loud_app.definitions)  # for the suite's replay test
+    REGISTRY_BY_QUEUE[queue] = Registry(loud_app.definitions)  # for the suite's replay test
     address = temporal_env.client.service_client.config.target_host
     env = clean_env(tmp_path, TEMPORAL_ADDRESS=address, SCOPE_TASK_QUEUE=queue)
     worker = Proc(
@@ -118,7 +118,7 @@ async def test_worker_otel_flag_sends_the_spans_by_otlp(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     queue = f"otel-{uuid.uuid4().hex[:6]}"
-    registry.register(queue, loud_app.definitions)  # for the suite's replay test
+    REGISTRY_BY_QUEUE[queue] = Registry(loud_app.definitions)  # for the suite's replay test
     address = temporal_env.client.service_client.config.target_host
     with collector() as (port, received):
         env = clean_env(

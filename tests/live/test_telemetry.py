@@ -50,11 +50,12 @@ from scope_temporal import (
     tool,
 )
 from scope_temporal.interaction.snapshot import TreeSnapshot, UnknownEffect
+from scope_temporal.registry import Registry
 from scope_temporal.telemetry import workflow_counters
 from scope_temporal.telemetry.spans import SpansInterceptor
-from scope_temporal.workflows import registry
 from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
+from scope_temporal.workflows.serving import RegistryInterceptor
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
 from tests.live.background_tools import Job
 from tests.live.harness import STARTED_IDS, eventually
@@ -316,11 +317,10 @@ async def test_one_trace_per_interaction_with_genai_spans_and_no_duplicates(
 
         # Replaying the finished histories (with tracing on) records no span at all.
         before, started = len(SPANS.get_finished_spans()), Started.count
-        registry.register(registry.REPLAY_QUEUE, definitions(""))
         replayer = Replayer(
             workflows=[InteractionWorkflow, ToolCallWorkflow, BackgroundTaskWorkflow],
             plugins=[OpenTelemetryPlugin()],
-            interceptors=[SpansInterceptor({})],
+            interceptors=[RegistryInterceptor(Registry(definitions(""))), SpansInterceptor({})],
             data_converter=ScopeClient(client).client.data_converter,
         )
         workflow_ids = {str((s.attributes or {})["scope.process_id"]) for s in spans}
@@ -474,12 +474,13 @@ async def assert_metrics(reader: InMemoryMetricReader, suffix: str) -> None:
 
 
 def installed(worker: ScopeWorker) -> list[str]:
-    """The interceptor and plugin types a ScopeWorker's Temporal worker runs with (but the
-    test environment's own)."""
+    """The telemetry interceptor and plugin types a ScopeWorker's Temporal worker runs with
+    (not the test environment's own, nor the RegistryInterceptor every worker has)."""
     config = worker.worker.config(active_config=True)
     client = worker.client.config(active_config=True)
     things = [*config["interceptors"], *client["interceptors"], *client["plugins"]]
-    return sorted(n for n in (type(t).__name__ for t in things) if not n.startswith("_"))
+    names = (type(t).__name__ for t in things)
+    return sorted(n for n in names if not n.startswith("_") and n != "RegistryInterceptor")
 
 
 async def test_off_by_default_nothing_is_installed(temporal_env: WorkflowEnvironment) -> None:

@@ -30,8 +30,8 @@ from scope_temporal import (
     tool,
 )
 from scope_temporal.names import INTERACTION_WORKFLOW, TASK_WORKFLOW, TOOL_CALL_WORKFLOW
+from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.testing.replay import history_task_queue, replay_history
-from scope_temporal.workflows import registry
 from tests.faults import figures, scenario
 from tests.live import loss_worker, task_loss_worker
 from tests.live.harness import (
@@ -39,6 +39,7 @@ from tests.live.harness import (
     CONVERTER_BY_QUEUE,
     DIVERGED_IDS,
     MODE_BY_QUEUE,
+    REGISTRY_BY_QUEUE,
     STORAGE_BY_QUEUE,
     eventually,
     in_mode,
@@ -153,7 +154,9 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             leaked.append(execution.id)
         steered_runs += scenario.STEER_TEXT.encode() in raw
         queue = history_task_queue(history)
-        definitions = registry.registered(queue)
+        served = REGISTRY_BY_QUEUE.get(queue)
+        definitions = list(served.definitions) if served is not None else []
+        payload_limit = served.payload_limit if served is not None else DEFAULT_PAYLOAD_LIMIT_BYTES
         if queue.startswith("loss-"):  # served by a subprocess worker
             definitions = [
                 in_mode(d, MODE_BY_QUEUE.get(queue, "on_demand")) for d in loss_worker.DEFINITIONS
@@ -170,7 +173,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
         result = await replay_with_deadline(
             history,
             definitions,
-            registry.payload_limit(queue),
+            payload_limit,
             STORAGE_BY_QUEUE.get(queue),
             CONVERTER_BY_QUEUE.get(queue),
         )

@@ -5,6 +5,10 @@ both tool-call mappings; a delegate; a steer during a batch; continue-as-new; an
 model call settled by the host. A change that would break running Interactions fails
 here, without any server. A changed
 Definition must fail *as such* (`interaction.definition.changed`), not just somehow.
+
+`before-run-settings/` keeps recordings made before a run recorded its settings (its
+local activity then recorded the digest alone; ToolCall inputs carried no payload limit;
+continue-as-new carried no settings): Interactions started then must still replay.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from scope_temporal.testing.replay import replay_history
 from tests.histories.agents import DEFINITIONS
 
 HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
+BEFORE_RUN_SETTINGS = sorted(
+    (Path(__file__).parents[1] / "histories" / "before-run-settings").glob("*.json")
+)
 
 
 def history_named(stem: str) -> Path:
@@ -41,6 +48,51 @@ def load(path: Path) -> WorkflowHistory:
 async def test_c42_checked_in_history_replays(path: Path) -> None:
     result = await replay_history(load(path), DEFINITIONS)
     assert result.replay_failure is None
+
+
+@pytest.mark.parametrize("path", BEFORE_RUN_SETTINGS, ids=[p.stem for p in BEFORE_RUN_SETTINGS])
+async def test_c42_histories_recorded_before_run_settings_still_replay(path: Path) -> None:
+    result = await replay_history(load(path), DEFINITIONS)
+    assert result.replay_failure is None
+
+
+def _marker_result(path: Path) -> Any:
+    """The decoded result of the first local-activity marker of a history, if any."""
+    for event in load(path).events:
+        if event.HasField("marker_recorded_event_attributes"):
+            payload = event.marker_recorded_event_attributes.details["result"].payloads[0]
+            return json.loads(payload.data)
+    return None
+
+
+def test_a_run_records_its_settings_and_continue_as_new_carries_them() -> None:
+    # what the recording worker served, recorded in the root's history
+    settings = _marker_result(history_named("recorded"))
+    assert settings == {
+        "digest": DEFINITIONS[0].digest,
+        "payload_limit": 1_000_000,
+        "delegates": [],
+    }
+    # a delegating Definition records which of its delegates were served
+    assert _marker_result(history_named("recorded-delegates"))["delegates"] == ["recorded-helper"]
+    # the first run records; a continued run carries them in its input, recording nothing
+    assert _marker_result(history_named("recorded-continue-as-new_run1")) is not None
+    assert _marker_result(history_named("recorded-continue-as-new")) is None
+    # the older recordings hold the digest alone
+    [older] = [p for p in BEFORE_RUN_SETTINGS if p.stem == "recorded"]
+    assert _marker_result(older) == DEFINITIONS[0].digest
+
+
+async def test_c42_a_replay_decides_by_the_recorded_settings_not_the_replaying_worker() -> None:
+    # A worker that serves no delegate Definition and takes tiny payloads replays the
+    # delegating root as recorded: it started its delegate and accepted the steer then.
+    root = [d for d in DEFINITIONS if d.name == "recorded-delegates"]
+    for stem in ("recorded-delegates", "recorded-steer-batch"):
+        definitions = root if stem == "recorded-delegates" else DEFINITIONS
+        result = await replay_history(
+            load(history_named(stem)), definitions, payload_limit_bytes=10
+        )
+        assert result.replay_failure is None, stem
 
 
 async def test_c42_a_changed_definition_is_caught_by_replay() -> None:
@@ -88,6 +140,15 @@ def test_histories_are_present() -> None:
         "recorded-steer-batch",
         "recorded-steer-batch_tool_1_0",
         "recorded-steer-batch_tool_1_1",
+        "recorded_tool_1_0",
+        "recorded_tool_1_1",
+        "recorded_tool_2_0",
+    ]
+    assert sorted(p.stem for p in BEFORE_RUN_SETTINGS) == [
+        "recorded",
+        "recorded-continue-as-new",
+        "recorded-continue-as-new_run1",
+        "recorded-continue-as-new_run2",
         "recorded_tool_1_0",
         "recorded_tool_1_1",
         "recorded_tool_2_0",

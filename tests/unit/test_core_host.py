@@ -271,3 +271,39 @@ async def test_c47_a_raising_completion_validator_fails_host_instead_of_wedging(
         await run.result(timeout=0.5)
     assert failed.value.code == "interaction.host.failed"
     assert run.snapshot().model_calls == 1
+
+
+def sloppy_validator(candidate: CompletionCandidate) -> Any:
+    """Returns a bool where a CompletionDecision belongs (set `sloppy_validator.returns`)."""
+    return sloppy_validator.returns  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("returned", [True, False, None, "accept"])
+async def test_c47_a_validator_returning_no_decision_fails_host_naming_it(returned: Any) -> None:
+    sloppy_validator.returns = returned  # type: ignore[attr-defined]
+    definition = Definition("sloppy", completion_validator=sloppy_validator)
+    runner = LocalRunner(
+        definitions=[definition], models={"default": ScriptedModel([reply.text("ok")])}
+    )
+    run = await runner.start("sloppy", [Message.user("go")])
+    with pytest.raises(InteractionFailed) as failed:
+        await run.result(timeout=WAIT)
+    assert failed.value.code == "interaction.host.failed"
+    assert "sloppy_validator" in failed.value.message
+    assert "CompletionDecision" in failed.value.message and repr(returned) in failed.value.message
+
+
+async def test_c47_an_async_validator_fails_host_naming_it() -> None:
+    async def eventually_accepts(candidate: CompletionCandidate) -> CompletionDecision:
+        return CompletionDecision.accept()
+
+    definition = Definition("later", completion_validator=eventually_accepts)  # type: ignore[arg-type]
+    runner = LocalRunner(
+        definitions=[definition], models={"default": ScriptedModel([reply.text("ok")])}
+    )
+    run = await runner.start("later", [Message.user("go")])
+    with pytest.raises(InteractionFailed) as failed:
+        await run.result(timeout=WAIT)
+    assert failed.value.code == "interaction.host.failed"
+    assert "eventually_accepts" in failed.value.message
+    assert "async" in failed.value.message and "workflow code" in failed.value.message

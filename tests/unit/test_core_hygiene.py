@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import scope_temporal
+import scope_temporal.driver
 import scope_temporal.interaction
 from scope_temporal.errors import CODE_KINDS
 
@@ -61,6 +62,25 @@ def test_core_interaction_modules_import_no_clock_io_randomness_or_temporal() ->
         assert module.__file__ is not None
         tree = ast.parse(Path(module.__file__).read_text(), filename=module.__file__)
         bad = imported_modules(tree) & FORBIDDEN
+        if bad:
+            offenders[name] = bad
+    assert offenders == {}
+
+
+def test_the_drivers_are_engine_agnostic() -> None:
+    # the drivers run inside Temporal workflows and in LocalRunner alike: asyncio, but
+    # no Temporal, no clock, no randomness, no I/O of their own
+    names = sorted(
+        info.name
+        for info in pkgutil.iter_modules(scope_temporal.driver.__path__, "scope_temporal.driver.")
+    )
+    assert "scope_temporal.driver.interaction" in names
+    offenders: dict[str, set[str]] = {}
+    for name in names:
+        module = importlib.import_module(name)
+        assert module.__file__ is not None
+        tree = ast.parse(Path(module.__file__).read_text(), filename=module.__file__)
+        bad = imported_modules(tree) & (FORBIDDEN - {"asyncio"})
         if bad:
             offenders[name] = bad
     assert offenders == {}
@@ -137,3 +157,46 @@ def test_workflow_side_modules_load_neither_openai_nor_jsonschema_eagerly() -> N
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def _top_level_names(tree: ast.Module) -> tuple[set[str], list[str]]:
+    """(the module's __all__, every name its top level defines)."""
+    exported: set[str] = set()
+    defined: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined.append(node.name)
+        elif isinstance(node, ast.Assign):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            if targets == ["__all__"] and isinstance(node.value, ast.List | ast.Tuple):
+                exported = {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+            defined += targets
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            defined.append(node.target.id)
+    return exported, [n for n in defined if not n.startswith("__")]
+
+
+def test_no_module_defines_a_name_nothing_uses() -> None:
+    """Dead code: a name defined at a module's top level is exported, used later in its
+    module, or used by another module of the SDK, the tests, the bench or the reference
+    app."""
+    repo = PACKAGE_ROOT.parent
+    sources = {
+        path: path.read_text()
+        for folder in ("scope_temporal", "tests", "bench", "workflows", "activities")
+        for path in (repo / folder).rglob("*.py")
+    }
+    words: dict[str, set[Path]] = {}
+    for path, text in sources.items():
+        for word in set(re.findall(r"[A-Za-z_]\w*", text)):
+            words.setdefault(word, set()).add(path)
+    dead: list[str] = []
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
+        text = sources[path]
+        exported, defined = _top_level_names(ast.parse(text))
+        for name in defined:
+            used_here = len(re.findall(rf"\b{re.escape(name)}\b", text)) > 1
+            used_elsewhere = bool(words.get(name, set()) - {path})
+            if name not in exported and not used_here and not used_elsewhere:
+                dead.append(f"{path.relative_to(repo)}: {name}")
+    assert dead == []

@@ -270,6 +270,7 @@ def test_c29_a_raw_bad_answer_is_recorded_as_rejected_and_the_wait_stays_open() 
 # --- 30 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.mapping("always")  # each call a Tool call process: the card's shape
 async def test_c30_a_sibling_completes_while_another_waits() -> None:
     entries = Entries()
     ask = asking_tool(entries)
@@ -281,7 +282,9 @@ async def test_c30_a_sibling_completes_while_another_waits() -> None:
         sibling_runs.append(x)
         return f"sibling {x}"
 
-    definition = Definition("pair", tools=[ask, sibling], max_concurrent_tool_calls=2)
+    definition = Definition(
+        "pair", tools=[ask, sibling], max_concurrent_tool_calls=2, tool_call_workflows="always"
+    )
     runner = runner_for(
         definition,
         [ask, sibling],

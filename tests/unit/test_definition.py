@@ -200,3 +200,9 @@ def test_frozen_json_still_reads_copies_and_pickles_as_json() -> None:
     assert "c" not in frozen
     again = pickle.loads(pickle.dumps(frozen))
     assert again == frozen and isinstance(again, FrozenDict)
+
+
+def test_the_definition_says_its_completion_validator_runs_in_workflow_code_and_is_pure() -> None:
+    doc = " ".join((Definition.__doc__ or "").split())
+    assert "completion_validator" in doc
+    assert "runs in workflow code" in doc and "must be pure" in doc

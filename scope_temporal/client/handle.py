@@ -1,0 +1,231 @@
+"""`InteractionHandle`: drive one Interaction tree (steer, answer, resolve, look).
+
+Steers, answers and resolutions are sent as validated *updates*: an invalid or conflicting
+one raises the typed error here and leaves no trace in the workflow's history.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.service import RPCError, RPCStatusCode
+
+from scope_temporal import errors, names, tree
+from scope_temporal.chat import Message
+from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
+from scope_temporal.interaction.snapshot import (
+    PendingToolInput,
+    TaskSnapshot,
+    TreeSnapshot,
+    UnknownEffect,
+)
+from scope_temporal.models.streaming import LiveText
+from scope_temporal.outputs import Output
+from scope_temporal.payloads import ControlInput, ResolveInput, SteerInput, ToolInputAnswer
+from scope_temporal.tasks import TemporalTaskAccess
+from scope_temporal.tools.validation import validate_value
+
+
+class Sender(Protocol):
+    """What a handle sends through: a connected client that refuses oversized payloads
+    (`ScopeClient` is one)."""
+
+    client: Client
+
+    def check_sendable(self, payload: BaseModel, what: str, error: type[ScopeError]) -> None: ...
+
+
+def _typed(error: BaseException) -> ScopeError:
+    cause = error.__cause__ or getattr(error, "cause", None)
+    if isinstance(cause, ApplicationError) and cause.type:
+        return errors.refusal(cause.type, cause.message)
+    return ScopeError(str(cause or error), code=errors.PROTOCOL_INVALID)
+
+
+class InteractionHandle:
+    """Drive one running Interaction tree."""
+
+    def __init__(self, scope: Sender, id: str) -> None:
+        self.scope = scope
+        self.id = id
+
+    def _workflow(self, process_id: str | None = None) -> WorkflowHandle[Any, Any]:
+        return self.scope.client.get_workflow_handle(process_id or self.id)
+
+    async def _update(self, process_id: str, update: str, payload: BaseModel) -> Any:
+        self.scope.check_sendable(payload, f"The {update} input", errors.InvalidSignal)
+        try:
+            return await self._workflow(process_id).execute_update(update, payload)
+        except WorkflowUpdateFailedError as error:
+            raise _typed(error) from error
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                raise errors.InteractionNotFound(
+                    f"Process {process_id!r} does not exist or has already ended; nothing was "
+                    f"sent ({error.message})."
+                ) from error
+            raise errors.ScopeError(
+                f"{update} could not be delivered to {process_id!r}: {error.message}. Nothing "
+                "was applied; it is safe to send it again with the same id.",
+                code=errors.PROTOCOL_INVALID,
+            ) from error
+
+    def _check_in_tree(self, process_id: str, error: type[ScopeError], what: str) -> None:
+        """Refuse to address a process outside this Interaction's tree (nothing is sent)."""
+        if process_id != self.id and not process_id.startswith(f"{self.id}/"):
+            raise error(
+                f"The {what} belongs to process {process_id!r}, which is not part of "
+                f"Interaction {self.id!r}; nothing was sent. Use that Interaction's handle."
+            )
+
+    async def steer(self, signal_id: str, *messages: Message | str) -> bool:
+        """Queue user messages for the next model call; False for an exact duplicate id.
+
+        Raises:
+            InvalidSignal: not user messages, an id over 256 characters, or (code
+                `interaction.payload.too_large`) a steer the next model request could not
+                carry. SignalConflict: the id was used with other content.
+        """
+        msgs = tuple(Message.user(m) if isinstance(m, str) else m for m in messages)
+        return bool(
+            await self._update(self.id, names.STEER, SteerInput(signal_id=signal_id, messages=msgs))
+        )
+
+    async def answer(self, pending: PendingToolInput, answer_id: str, response: Any) -> bool:
+        """Answer a tool input wait. The response is validated here first, then by the workflow.
+
+        Raises:
+            InvalidToolInput: the response violates `pending.response_schema` (nothing sent).
+            NoSuchWait: the wait is no longer open, or belongs to another Interaction
+                (nothing sent).
+        """
+        self._check_in_tree(pending.process_id, errors.NoSuchWait, f"wait {pending.wait_id!r}")
+        problem = validate_value(pending.response_schema, response)
+        if problem is not None:
+            raise errors.InvalidToolInput(
+                f"The answer does not match the response schema of {pending.wait_id!r}: {problem}"
+            )
+        payload = ToolInputAnswer(
+            wait_id=pending.wait_id,
+            answer_id=answer_id,
+            response=response,
+            process_id=pending.process_id,
+        )
+        return bool(await self._update(pending.process_id, names.TOOL_INPUT, payload))
+
+    async def resolve(
+        self,
+        unknown: UnknownEffect,
+        settlement: ModelSettlement | ToolSettlement,
+        *,
+        signal_id: str | None = None,
+    ) -> None:
+        """Deliver the host's settlement of an unknown Effect to the Process holding it.
+
+        Raises:
+            SettlementMismatch: it does not match the retained request of a held unknown,
+                or the unknown belongs to another Interaction (nothing sent).
+        """
+        self._check_in_tree(
+            unknown.process_id, errors.SettlementMismatch, f"unknown effect {unknown.effect_id!r}"
+        )
+        payload = ResolveInput(
+            signal_id=signal_id or f"resolve:{unknown.effect_id}", settlement=settlement
+        )
+        await self._update(unknown.process_id, names.RESOLVE, payload)
+
+    async def pause(self) -> None:
+        """Start nothing new (in-flight calls settle); children are paused too."""
+        await self._workflow().signal(names.PAUSE, ControlInput())
+
+    async def resume(self) -> None:
+        await self._workflow().signal(names.RESUME, ControlInput())
+
+    async def cancel(self) -> None:
+        """Cancel the Interaction; its children are cancelled with it."""
+        await self._workflow().cancel()
+
+    async def snapshot(self, *, timeout: timedelta | None = timedelta(seconds=10)) -> TreeSnapshot:
+        """The tree: the root, every active child process, and every background task
+        launched in it (running or ended, with its progress), queried live.
+
+        Args:
+            timeout: per query; a query needs a worker, so without one it would hang.
+
+        Raises:
+            InteractionNotFound: no workflow has this id.
+            ScopeError: the root could not be queried (no worker answered in time).
+        """
+        return await tree.snapshot(self.scope.client, self.id, timeout)
+
+    async def cancel_task(self, task_id: str, reason: str = "") -> TaskSnapshot:
+        """Stop a background task of this tree (safe to repeat while it stops).
+
+        Returns:
+            Its snapshot right after the request (`cancel_requested`; it ends `canceled`
+            once its run has stopped, or with whatever the run reached first).
+
+        Raises:
+            TaskNotFound: no background task has this id.
+            TaskEnded: it had already ended.
+        """
+        found = await TemporalTaskAccess(self.scope.client).cancel(task_id, reason or "host")
+        if found is None:
+            raise errors.TaskNotFound(f"No background task {task_id!r}.")
+        return found
+
+    async def live_text(self, process_id: str | None = None) -> LiveText | None:
+        """The text the model call in flight of an Interaction has streamed so far.
+
+        For display only: it is the latest heartbeat of the `scope.model` activity, never
+        the call's result (which is in the snapshot once the call settles). None when no
+        model call of that process is running or its model does not stream.
+
+        Args:
+            process_id: the root (default) or a delegate Interaction of the tree.
+        """
+        return await tree.live_text(self.scope.client, process_id or self.id)
+
+    async def status(self) -> WorkflowExecutionStatus | None:
+        return (await self._workflow().describe()).status
+
+    async def result(self) -> Output:
+        """Wait for the Output.
+
+        Raises:
+            InteractionFailed: with the failure's `.code` (e.g. interaction.limit.model_calls).
+            InteractionCanceled: the Interaction was cancelled.
+        """
+        try:
+            output = await self.scope.client.get_workflow_handle(
+                self.id, result_type=Output
+            ).result()
+        except WorkflowFailureError as error:
+            cause = error.cause
+            if isinstance(cause, CancelledError):
+                raise errors.InteractionCanceled(str(cause), code=errors.CANCELED) from error
+            if isinstance(cause, ApplicationError) and cause.type:
+                raise errors.InteractionFailed(cause.message, code=cause.type) from error
+            if isinstance(cause, ApplicationError) and "Nondeterminism" in cause.message:
+                raise errors.InteractionFailed(
+                    "Replaying this Interaction diverged from its history: the worker's code or "
+                    f"a Definition changed under a running Interaction. ({cause.message})",
+                    code=errors.REPLAY_DIVERGED,
+                ) from error
+            raise errors.InteractionFailed(str(cause), code=errors.HOST_FAILED) from error
+        assert isinstance(output, Output)
+        return output
+
+
+__all__ = ["InteractionHandle", "Sender"]

@@ -1,0 +1,205 @@
+"""`ScopeClient`: start and find Interactions on one task queue."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.converter import StorageDriver
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from scope_temporal import errors, names
+from scope_temporal.chat import Message
+from scope_temporal.client.handle import InteractionHandle
+from scope_temporal.converter import with_scope_converter
+from scope_temporal.errors import ScopeError
+from scope_temporal.payload_limits import SERVER_BLOB_LIMIT_BYTES, size_of, too_large
+from scope_temporal.payloads import InteractionInput
+
+
+class InteractionSummary(BaseModel):
+    """One line of `ScopeClient.list`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    workflow_type: str
+    status: str
+    start_time: str
+    definition: str | None = None
+    """From the ScopeDefinition search attribute (None where it is not registered)."""
+
+
+class ScopeClient:
+    """Start and find Interactions on one task queue.
+
+    Args:
+        client: a Temporal client. Its data converter is kept (payload codec, failure
+            converter) with pydantic JSON payloads added; use the workers' codec.
+        task_queue: the queue a `ScopeWorker` serves.
+        storage: the external storage the workers offload large payloads to, if any.
+        tracing: add Temporal's `OpenTelemetryPlugin` (unless the client traces already),
+            so an Interaction started under the caller's current span joins its trace, and
+            steers, answers and resolutions carry the trace context. Needs
+            `scope-temporal[otel]` and a global tracer provider (`configure_tracing()`).
+
+    Raises:
+        ConfigurationError: `tracing=True` without OpenTelemetry installed.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str = names.DEFAULT_TASK_QUEUE,
+        storage: StorageDriver | None = None,
+        tracing: bool = False,
+    ) -> None:
+        self.client = with_scope_converter(client, storage)
+        if tracing:
+            from scope_temporal.telemetry.tracing import with_tracing
+
+            self.client = with_tracing(self.client)
+        self.task_queue = task_queue
+        self._status_attributes: bool | None = None
+
+    @classmethod
+    async def connect(
+        cls,
+        target: str = "localhost:7233",
+        *,
+        task_queue: str = names.DEFAULT_TASK_QUEUE,
+        namespace: str = "default",
+        storage: StorageDriver | None = None,
+        tracing: bool = False,
+        **connect_options: Any,
+    ) -> ScopeClient:
+        """Connect to a Temporal frontend (`host:port`); options go to `Client.connect`."""
+        client = await Client.connect(target, namespace=namespace, **connect_options)
+        return cls(client, task_queue=task_queue, storage=storage, tracing=tracing)
+
+    async def start(
+        self,
+        definition: str,
+        messages: Sequence[Message] | str,
+        *,
+        id: str | None = None,
+        continue_as_new_every: int | None = None,
+    ) -> InteractionHandle:
+        """Start an Interaction of a Definition registered on the worker.
+
+        Args:
+            definition: the Definition's name.
+            messages: the opening messages (a string is one user message).
+            id: the workflow id (default `<definition>-<random>`); tool children get
+                `<id>/tool/<seq>/<index>`.
+            continue_as_new_every: also continue-as-new after this many model calls per
+                run (Temporal's own suggestion always applies); the state, the steer
+                mailbox and every counter carry over, so the outcome is the same.
+
+        Raises:
+            InteractionAlreadyStarted: a workflow with that id is running (code
+                `interaction.id.in_use`); nothing was started.
+            ScopeError: code `interaction.payload.too_large`: the input is over the
+                server's blob limit (and no external storage is configured); nothing
+                was started.
+        """
+        if isinstance(messages, str):
+            messages = [Message.user(messages)]
+        workflow_id = id or f"{definition}-{uuid.uuid4().hex[:12]}"
+        track = await self._tracks_status()
+        search_attributes = None
+        if track:
+            search_attributes = TypedSearchAttributes(
+                [
+                    SearchAttributePair(names.DEFINITION_ATTRIBUTE, definition),
+                    SearchAttributePair(names.STATUS_ATTRIBUTE, "running"),
+                ]
+            )
+        input = InteractionInput(
+            definition=definition,
+            messages=tuple(messages),
+            track_status=track,
+            continue_as_new_every=continue_as_new_every,
+        )
+        self.check_sendable(input, "The start input", ScopeError)
+        try:
+            await self.client.start_workflow(
+                names.INTERACTION_WORKFLOW,
+                input,
+                id=workflow_id,
+                task_queue=self.task_queue,
+                search_attributes=search_attributes,
+                static_summary=f"{definition}: {messages[0].text[:60]}" if messages else definition,
+            )
+        except RPCError as error:
+            if error.status == RPCStatusCode.INVALID_ARGUMENT and "size" in error.message:
+                raise ScopeError(
+                    f"The start input was refused by the server: {error.message}",
+                    code=errors.PAYLOAD_TOO_LARGE,
+                ) from error
+            raise
+        except WorkflowAlreadyStartedError:
+            raise errors.InteractionAlreadyStarted(
+                f"A workflow with id {workflow_id!r} is already running in namespace "
+                f"{self.client.namespace!r}; nothing was started. Pick another id, or reach "
+                f"the running one with get_handle({workflow_id!r})."
+            ) from None
+        return self.get_handle(workflow_id)
+
+    def check_sendable(self, payload: BaseModel, what: str, error: type[ScopeError]) -> None:
+        """Refuse (code `interaction.payload.too_large`) a payload over the server's blob
+        limit, unless it would be offloaded to external storage."""
+        if self.client.data_converter.external_storage is not None:
+            return
+        size = size_of(payload)
+        if size > SERVER_BLOB_LIMIT_BYTES:
+            raise error(
+                too_large(what, size, SERVER_BLOB_LIMIT_BYTES, "Nothing was sent; send less."),
+                code=errors.PAYLOAD_TOO_LARGE,
+            )
+
+    def get_handle(self, id: str) -> InteractionHandle:
+        """A handle on an existing Interaction (no call is made)."""
+        return InteractionHandle(self, id)
+
+    async def list(self, *, query: str | None = None, limit: int = 20) -> list[InteractionSummary]:
+        """The most recent root Interactions (optionally filtered by a visibility query)."""
+        base = f"WorkflowType = '{names.INTERACTION_WORKFLOW}' AND ParentWorkflowId IS NULL"
+        found: list[InteractionSummary] = []
+        async for execution in self.client.list_workflows(
+            f"{base} AND ({query})" if query else base, limit=limit
+        ):
+            found.append(
+                InteractionSummary(
+                    id=execution.id,
+                    workflow_type=execution.workflow_type,
+                    status=execution.status.name.lower() if execution.status else "unknown",
+                    start_time=execution.start_time.isoformat(),
+                    definition=execution.typed_search_attributes.get(names.DEFINITION_ATTRIBUTE),
+                )
+            )
+        return found
+
+    async def _tracks_status(self) -> bool:
+        if self._status_attributes is None:
+            try:
+                response = await self.client.operator_service.list_search_attributes(
+                    ListSearchAttributesRequest(namespace=self.client.namespace)
+                )
+                registered = set(response.custom_attributes)
+                self._status_attributes = all(
+                    key.name in registered for key in names.SEARCH_ATTRIBUTES
+                )
+            except RPCError:
+                self._status_attributes = False
+        return self._status_attributes
+
+
+__all__ = ["InteractionSummary", "ScopeClient"]

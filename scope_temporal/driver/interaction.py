@@ -1,0 +1,392 @@
+"""The one driver of an Interaction, on any engine (Temporal or `LocalRunner`).
+
+Theory of operation. The machine decides; the driver carries. It asks the machine for
+effects, starts each through the transport (a model call, a Tool call child, a Delegate
+child) as concurrent work, feeds each settlement back, and maps the host's inputs
+(steer, resolve, tool input, pause, resume) onto the machine. Between steps it waits
+until something changed. What it decides itself are the engine-level rules, the same on
+every engine:
+
+ 1. Payloads: a command over the recorded payload limit fails the Interaction
+    (`interaction.payload.too_large`); an input over it, or a steer that would make the
+    next model request too large, is refused.
+ 2. Inputs addressed below the Interaction (a tool input, a settlement for a tool call)
+    are forwarded to the child process on their path; pause and resume reach every child.
+ 3. The run's settings (digest, payload limit, served delegates) are recorded when it
+    starts; signals that arrive before are held until then, so a replay decides alike.
+ 4. At a round boundary with nothing in flight the run may continue as new, if the
+    state fits in the next run's input.
+ 5. Cancelled, it cancels its children and the background tasks its calls launched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any, assert_never
+
+from scope_temporal import errors, names
+from scope_temporal.driver.calls import run_delegate, run_tool_call
+from scope_temporal.driver.inputs import check_size, check_steer_room, settlement_for
+from scope_temporal.driver.model_calls import ModelCaller
+from scope_temporal.driver.start import changed_definition
+from scope_temporal.driver.transport import InteractionTransport
+from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.effects import (
+    CallModel,
+    ModelSettlement,
+    StartDelegate,
+    StartToolCall,
+)
+from scope_temporal.interaction.machine import InteractionMachine
+from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
+from scope_temporal.outputs import Failure, Output
+from scope_temporal.payload_limits import size_of
+from scope_temporal.payloads import (
+    ContextPage,
+    ContextPageRequest,
+    ControlInput,
+    InteractionInput,
+    ResolveInput,
+    RunSettings,
+    SteerInput,
+    ToolInputAnswer,
+)
+
+_CARRY_RETRY_CALLS = 20
+
+
+class InteractionDriver:
+    """Drives one run of one Interaction.
+
+    Args:
+        machine: the Interaction's machine (new, or restored from a carried state).
+        transport: the engine.
+        input: the run's input (its options, and what continue-as-new carried).
+        limit: the serving worker's payload limit, used only until the run's settings are
+            recorded (and then only by update validators, which replay never runs).
+    """
+
+    def __init__(
+        self,
+        machine: InteractionMachine,
+        transport: InteractionTransport,
+        input: InteractionInput,
+        *,
+        limit: int,
+    ) -> None:
+        self.machine = machine
+        self._transport = transport
+        self._input = input
+        self._models = ModelCaller(input.context_sent)
+        self._settings = input.settings
+        self._provisional_limit = limit
+        self._held: list[Callable[[], None]] = []  # signals that came before the settings
+        self._children: set[str] = set()  # running child processes (signals go to them)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._dirty = False
+        self._crash: BaseException | None = None
+        self._reported_status = "running"  # what the client set at start
+        self._carry_checked_until = 0  # see _can_carry
+
+    # --- the run ---------------------------------------------------------------------
+
+    @property
+    def limit(self) -> int:
+        """The payload limit: the recorded one, once known."""
+        settings = self._settings
+        return settings.payload_limit if settings is not None else self._provisional_limit
+
+    def begin(self, recorded: RunSettings) -> Failure | None:
+        """Adopt the settings recorded for this run, and deliver the signals held until
+        now; or the failure if the Definition changed since they were recorded."""
+        changed = changed_definition(self.machine.definition, recorded)
+        if changed is not None:
+            return changed
+        self._settings = recorded
+        held, self._held = self._held, []
+        for deliver in held:
+            deliver()
+        return None
+
+    async def run(self) -> Output | Failure:
+        """Drive the Interaction to its end: its Output, or why it failed.
+
+        Raises:
+            asyncio.CancelledError: it was cancelled (it ends canceled, its children and
+                tasks are cancelled first).
+        """
+        machine = self.machine
+        try:
+            await self._drive()
+        except asyncio.CancelledError:
+            machine.cancel()
+            self._track()
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*(self._transport.cancel_task(t) for t in machine.tasks_to_cancel))
+            raise
+        if machine.output is not None:
+            return machine.output
+        return machine.failure or Failure.of(errors.STATE_INVALID, "no output")
+
+    async def _drive(self) -> None:
+        machine, transport = self.machine, self._transport
+        calls_at_start = machine.model_calls_started
+        while True:
+            if machine.at_round_boundary and not self._tasks:
+                every = self._input.continue_as_new_every
+                due = every is not None and machine.model_calls_started - calls_at_start >= every
+                if (due or transport.continue_as_new_suggested()) and self._can_carry():
+                    await transport.continue_as_new(self._carried())
+            for effect in machine.next_effects():
+                self._start(effect)
+            self._track()
+            if self._crash is not None and not machine.done:
+                raise self._crash  # a bug outside the machine (a machine fails closed)
+            if machine.done:
+                for task in self._tasks:
+                    task.cancel()
+                return
+            await transport.wait_until(lambda: self._dirty)
+            self._dirty = False
+
+    def _start(self, effect: CallModel | StartToolCall | StartDelegate) -> None:
+        machine, transport = self.machine, self._transport
+        match effect:
+            case CallModel():
+                self._spawn(self._models.call(machine, effect, transport, self.limit))
+            case StartToolCall():
+                self._spawn(
+                    run_tool_call(machine, effect.request, transport, self._children, self.limit)
+                )
+            case StartDelegate():
+                settings = self._settings
+                self._spawn(
+                    run_delegate(
+                        machine,
+                        effect,
+                        transport,
+                        self._children,
+                        served=settings.delegates if settings is not None else (),
+                        track_status=self._input.track_status,
+                    )
+                )
+            case _:
+                assert_never(effect)
+
+    def _carried(self) -> InteractionInput:
+        """The next run's input: the whole state (context, counters, steer mailbox)."""
+        return InteractionInput(
+            definition=self._input.definition,
+            track_status=self._input.track_status,
+            continue_as_new_every=self._input.continue_as_new_every,
+            state=self.machine.state,
+            context_sent=self._models.context_sent,
+            settings=self._settings,
+        )
+
+    def _can_carry(self) -> bool:
+        """Whether the state fits in the next run's input (under the payload limit).
+
+        If not (a huge conversation and no external storage), this run goes on instead:
+        its history still grows by one round at a time, and the check is repeated only
+        every `_CARRY_RETRY_CALLS` model calls, so it never costs a copy per round.
+        """
+        machine = self.machine
+        if machine.model_calls_started < self._carry_checked_until:
+            return False
+        size = size_of(self._carried())
+        if size <= self.limit:
+            return True
+        self._carry_checked_until = machine.model_calls_started + _CARRY_RETRY_CALLS
+        self._transport.warn(
+            f"not continuing as new: the state is {size} bytes, over the payload limit of "
+            f"{self.limit}; configure storage= on the worker to offload it"
+        )
+        return False
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = self._transport.spawn(work)
+        self._tasks.append(task)
+
+        def finished(t: asyncio.Task[None]) -> None:
+            self._tasks.remove(t)
+            if not t.cancelled() and t.exception() is not None and self._crash is None:
+                self._crash = t.exception()
+            self._touch()
+
+        task.add_done_callback(finished)
+
+    def _touch(self) -> None:
+        self._dirty = True
+        self._transport.changed()
+
+    def _track(self) -> None:
+        """Show the live status; keep the searchable status current.
+
+        The searchable status changes only on pause/resume (signals) and at the end. An
+        unknown effect shows as `waiting` in the details but not there: an update that
+        settles it may be applied before or after the activity's failure in the same
+        workflow task on replay, so no command may depend on that moment.
+        """
+        machine = self.machine
+        status = machine.status
+        note = ""
+        if status == "waiting":
+            note = " · waiting: the model call's outcome is unknown; resolve it"
+        elif machine.active_children:
+            note = f" · running {len(machine.active_children)} call(s)"
+        limit = machine.max_model_calls
+        self._transport.show(
+            f"**{status}** · definition `{machine.definition.name}` · model calls "
+            f"{machine.model_calls}/{limit if limit is not None else '∞'}{note}"
+        )
+        if status == "waiting":
+            status = "running"
+        if status == self._reported_status:
+            return
+        self._reported_status = status
+        if self._input.track_status:
+            self._transport.record_status(machine.definition.name, status)
+
+    # --- the host's inputs -----------------------------------------------------------
+
+    def _hold(self, deliver: Callable[[], None]) -> bool:
+        """Hold a signal until the run's settings are recorded (True: held)."""
+        if self._settings is not None:
+            return False
+        self._held.append(deliver)
+        return True
+
+    def reject(
+        self,
+        signal_id: str,
+        signal: SignalKind,
+        error: ScopeError,
+    ) -> None:
+        """Record an input refused before it could be read (e.g. malformed)."""
+        self.machine.record_rejected(signal_id, signal, error)
+        self._touch()
+
+    def steer_signal(self, input: SteerInput) -> None:
+        """A steer sent as a signal: applied, or recorded as rejected."""
+        if self._hold(lambda: self.steer_signal(input)):
+            return
+        try:
+            self.validate_steer(input)
+            self.machine.steer(input.signal_id, input.messages)
+        except ScopeError as error:
+            self.machine.record_rejected(input.signal_id, "steer", error)
+        self._touch()
+
+    def validate_steer(self, input: SteerInput) -> None:
+        """Raise the ScopeError a steer would be refused with (nothing changes)."""
+        check_steer_room(self.machine.queued_message_bytes, input, self.limit)
+        self.machine.check_steer(input.signal_id, input.messages)
+
+    def steer_update(self, input: SteerInput) -> bool:
+        """Apply a validated steer; False for an exact duplicate."""
+        accepted = self.machine.steer(input.signal_id, input.messages)
+        self._touch()
+        return accepted
+
+    def resolve_signal(self, input: ResolveInput) -> None:
+        """A settlement sent as a signal: applied here, forwarded, or recorded as rejected."""
+        if self._hold(lambda: self.resolve_signal(input)):
+            return
+        try:
+            check_size(input, "The settlement", self.limit)
+        except ScopeError as error:
+            self.reject(input.signal_id, "resolve", error)
+            return
+        if input.settlement.request.process_id != self.machine.process_id:
+            self._forward(input.settlement.request.process_id, names.RESOLVE, input)
+            return
+        try:
+            settlement = settlement_for(input, ModelSettlement, self.limit)
+            self.machine.resolve(settlement)
+            self._transport.record_settlement(settlement)
+        except ScopeError as error:
+            self.machine.record_rejected(input.signal_id, "resolve", error)
+        self._touch()
+
+    def validate_resolve(self, input: ResolveInput) -> None:
+        self.machine.check_resolution(settlement_for(input, ModelSettlement, self.limit))
+
+    async def resolve_update(self, input: ResolveInput) -> None:
+        settlement = settlement_for(input, ModelSettlement, self.limit)
+        machine = self.machine
+        # On replay an update can be applied before the activity failure it settles,
+        # when both fall in one workflow task: wait for the unknown to be recorded.
+        await self._transport.wait_until(lambda: not machine.model_in_flight)
+        machine.resolve(settlement)
+        self._transport.record_settlement(settlement)
+        self._touch()
+
+    def tool_input_signal(self, input: ToolInputAnswer) -> None:
+        """An answer sent here as a signal goes to the process holding the wait."""
+        if self._hold(lambda: self.tool_input_signal(input)):
+            return
+        try:
+            check_size(input, "The answer", self.limit)
+        except ScopeError as error:
+            self.reject(input.answer_id, "tool_input", error)
+            return
+        self._forward(
+            input.process_id or input.wait_id.rsplit("/wait/", 1)[0], names.TOOL_INPUT, input
+        )
+
+    def answer_elsewhere(self, input: ToolInputAnswer) -> ScopeError:
+        """An answer sent as an update must go to the process holding the wait."""
+        target = input.process_id or input.wait_id.rsplit("/wait/", 1)[0]
+        return errors.NoSuchWait(
+            f"Interaction {self.machine.process_id!r} holds no input wait itself; "
+            f"send the answer to the ToolCall process that waits ({target!r}), as "
+            "InteractionHandle.answer does, or as a signal here (it is forwarded)."
+        )
+
+    def pause(self) -> None:
+        """Start nothing new, here and in every child; in-flight calls settle."""
+        self.machine.pause()
+        for child in sorted(self._children):
+            self._signal_child(child, names.PAUSE, ControlInput())
+        self._touch()
+
+    def resume(self) -> None:
+        self.machine.resume()
+        for child in sorted(self._children):
+            self._signal_child(child, names.RESUME, ControlInput())
+        self._touch()
+
+    def _forward(self, target: str, signal: str, payload: ResolveInput | ToolInputAnswer) -> None:
+        """Pass a signal addressed to a descendant to the active child on its path (or to
+        one of this Interaction's background tasks)."""
+        machine = self.machine
+        for child in sorted(self._children) + list(machine.background_tasks):
+            if target == child or target.startswith(child + "/"):
+                self._signal_child(child, signal, payload)
+                return
+        refusal = errors.NoSuchWait(f"No active child process {target!r} to deliver {signal} to.")
+        if isinstance(payload, ResolveInput):
+            self.reject(payload.signal_id, "resolve", refusal)
+        else:
+            self.reject(payload.answer_id, "tool_input", refusal)
+
+    def _signal_child(self, child_id: str, signal: str, payload: Any) -> None:
+        self._spawn(self._transport.signal(child_id, signal, payload))
+
+    # --- reading ---------------------------------------------------------------------
+
+    def snapshot(self) -> ProcessSnapshot:
+        snap = self.machine.snapshot()
+        # calls running as attempts of this Interaction are not child processes
+        children = tuple(c for c in snap.active_children if c in self._children)
+        return snap.model_copy(update={"active_children": children})
+
+    def context_page(self, query: ContextPageRequest) -> ContextPage:
+        """Messages of the latest model call, for a worker whose cache missed them."""
+        return self._models.page(query)
+
+
+__all__ = ["InteractionDriver"]

@@ -1,0 +1,99 @@
+"""The model calls of one Interaction run, as the driver makes them.
+
+One `scope.model` call per model Effect, never retried. What crosses the engine carries
+the messages that are new since the previous call and a reference to the rest (see
+`scope_temporal.context_refs`), so history grows per round by what the round added. The
+worker rebuilds the exact request; on a cache miss it asks for the prefix (the
+`scope.context` query), which `page` answers. A call that returns no data is unknown.
+"""
+
+from __future__ import annotations
+
+from scope_temporal import errors
+from scope_temporal.chat import Message
+from scope_temporal.context_refs import ContextChain
+from scope_temporal.driver.inputs import oversized
+from scope_temporal.driver.transport import InteractionTransport, Lost
+from scope_temporal.interaction.effects import CallModel, ModelUnknown
+from scope_temporal.interaction.machine import InteractionMachine
+from scope_temporal.payloads import ContextPage, ContextPageRequest, ModelActivityInput
+
+
+def model_summary(model_call_seq: int, model: str) -> str:
+    """What the UI shows for one model call."""
+    return f"model #{model_call_seq}: {model}"
+
+
+class ModelCaller:
+    """Runs the model Effects of one Interaction run and answers `scope.context`.
+
+    Args:
+        context_sent: how many leading messages of the context the previous model call
+            sent (carried by continue-as-new; 0 for a new Interaction).
+    """
+
+    def __init__(self, context_sent: int = 0) -> None:
+        # the messages of the latest model call, with their chain digests
+        self._sent = ContextChain()
+        self._context_sent = context_sent
+
+    @property
+    def context_sent(self) -> int:
+        return self._context_sent
+
+    async def call(
+        self,
+        machine: InteractionMachine,
+        effect: CallModel,
+        transport: InteractionTransport,
+        limit: int,
+    ) -> None:
+        """Run one model Effect and settle it on the machine (unknown if no data came back)."""
+        request = effect.request
+        kept = self._sent.sync(request.messages)
+        prefix = self._sent.ref(min(kept, self._context_sent))
+        self._context_sent = len(request.messages)
+        payload = ModelActivityInput.of(
+            request,
+            prefix=prefix,
+            advertised=machine.advertised,
+            heartbeat=machine.definition.model_heartbeat_timeout,
+        )
+        # Only what is new crosses the engine; the whole conversation may outgrow a
+        # payload (the model's own context window is its bound), a single new message may not.
+        refused = oversized(
+            payload,
+            f"The new messages for model {request.model!r} (#{request.model_call_seq})",
+            limit,
+            "A steer or tool result this large cannot be recorded; send less, or configure "
+            "storage= on the worker and client.",
+        )
+        if refused is not None:
+            machine.fail(errors.PAYLOAD_TOO_LARGE, refused)
+            return
+        # raises CancelledError when the Interaction is being cancelled (the driver ends it)
+        result = await transport.run_model(
+            payload,
+            request,
+            timeout=machine.definition.model_timeout,
+            summary=model_summary(request.model_call_seq, request.model),
+        )
+        if isinstance(result, Lost):
+            result = ModelUnknown(effect_id=request.effect_id, diagnostic=result.diagnostic)
+        if not machine.done:
+            machine.on_model(result)
+            transport.record_outcome(request, result)
+
+    def page(self, query: ContextPageRequest) -> ContextPage:
+        """Messages [start, end) of the latest model call, at most about `max_bytes`."""
+        page: list[Message] = []
+        size = 0
+        for message in self._sent.messages[query.start : query.end]:
+            if page and size >= query.max_bytes:
+                break
+            page.append(message)
+            size += len(message.model_dump_json())
+        return ContextPage(messages=tuple(page), end=query.start + len(page))
+
+
+__all__ = ["ModelCaller", "model_summary"]

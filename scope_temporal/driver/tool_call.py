@@ -1,0 +1,173 @@
+"""The one driver of a Tool call Process, on any engine.
+
+It runs the attempts the machine asks for, one at a time (never retried), feeds each
+outcome back, and maps the host's inputs onto the machine: an answer to its input wait,
+a settlement of its unknown outcome, pause and resume. A steer is never for a tool call.
+Its result is exactly one definite settlement, or the failure that ended it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from scope_temporal import errors
+from scope_temporal.driver.calls import attempt_tool
+from scope_temporal.driver.inputs import check_size, settlement_for
+from scope_temporal.driver.transport import ToolCallTransport
+from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.effects import CallSettled, ToolSettlement
+from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
+from scope_temporal.interaction.tool_call import ToolCallMachine
+from scope_temporal.outputs import Failure
+from scope_temporal.payloads import ResolveInput, ToolCallInput, ToolInputAnswer
+
+
+class ToolCallDriver:
+    """Drives one Tool call Process.
+
+    Args:
+        input: the call (and, when an Interaction promotes a call it attempted itself, the
+            outcome of that first attempt).
+        transport: the engine.
+        limit: the serving worker's payload limit, for calls whose Interaction did not
+            pass its own down (histories from before it did).
+    """
+
+    def __init__(self, input: ToolCallInput, transport: ToolCallTransport, *, limit: int) -> None:
+        self.machine = machine = ToolCallMachine.start(input.request)
+        if input.first_outcome is not None:
+            # promoted by an Interaction that already ran the first attempt itself
+            machine.next_attempt()
+            machine.on_outcome(input.first_outcome)
+            transport.record_outcome(input.request, input.first_outcome)
+        if input.paused:
+            machine.pause()
+        self._input = input
+        self._transport = transport
+        self._limit = input.payload_limit if input.payload_limit is not None else limit
+
+    async def run(self) -> CallSettled | Failure:
+        """Run attempts until the call is settled: its settlement, or the failure of a
+        machine that failed closed.
+
+        Raises:
+            asyncio.CancelledError: the call was cancelled (its parent was); it ends
+                canceled and nobody collects its outcome.
+        """
+        machine, transport, input = self.machine, self._transport, self._input
+
+        def ended() -> bool:
+            return machine.outcome is not None or machine.failure is not None
+
+        try:
+            while not ended():
+                attempt = machine.next_attempt()
+                self._show()
+                if attempt is None:
+                    await transport.wait_until(
+                        lambda: ended() or (machine.phase == "ready" and not machine.paused)
+                    )
+                    continue
+                outcome = await attempt_tool(
+                    transport,
+                    attempt,
+                    start_to_close=input.start_to_close,
+                    heartbeat=input.heartbeat,
+                )
+                with contextlib.suppress(ScopeError):  # a crash: the machine has failed closed
+                    machine.on_outcome(outcome)
+                    transport.record_outcome(input.request, outcome)
+                transport.changed()
+        except asyncio.CancelledError:
+            machine.cancel()
+            raise
+        self._show()
+        if machine.outcome is None:
+            return machine.failure or Failure.of(errors.STATE_INVALID, "no settlement")
+        return CallSettled(effect_id=input.request.effect_id, outcome=machine.outcome)
+
+    def _show(self) -> None:
+        snap = self.machine.snapshot()
+        detail = f"**{snap.status}** · entries {snap.tool_entries}"
+        if snap.pending_tool_inputs:
+            wait = snap.pending_tool_inputs[0]
+            detail += f" · waiting for input `{wait.wait_id}`: {wait.prompt_text}"
+        if snap.unknown_effects:
+            detail += f" · outcome unknown: {snap.unknown_effects[0].diagnostic}"
+        self._transport.show(detail)
+
+    # --- the host's inputs -----------------------------------------------------------
+
+    def reject(
+        self,
+        signal_id: str,
+        signal: SignalKind,
+        error: ScopeError,
+    ) -> None:
+        """Record an input refused before it could be read (e.g. malformed)."""
+        self.machine.record_rejected(signal_id, signal, error)
+        self._transport.changed()
+
+    def tool_input_signal(self, input: ToolInputAnswer) -> None:
+        try:
+            self.validate_answer(input)
+            self.machine.answer(input.wait_id, input.answer_id, input.response)
+        except ScopeError as error:
+            self.machine.record_rejected(input.answer_id, "tool_input", error)
+        self._transport.changed()
+
+    def validate_answer(self, input: ToolInputAnswer) -> None:
+        check_size(input, "The answer", self._limit)
+        self.machine.check_answer(input.wait_id, input.answer_id, input.response)
+
+    async def answer_update(self, input: ToolInputAnswer) -> bool:
+        machine = self.machine
+        # On replay an update can be applied before the activity outcome that opened the
+        # wait, when both fall in one workflow task: wait for the wait to be recorded.
+        await self._transport.wait_until(lambda: machine.phase != "running")
+        accepted = machine.answer(input.wait_id, input.answer_id, input.response)
+        self._transport.changed()
+        return accepted
+
+    def resolve_signal(self, input: ResolveInput) -> None:
+        try:
+            settlement = settlement_for(input, ToolSettlement, self._limit)
+            self.machine.resolve(settlement)
+            self._transport.record_settlement(settlement)
+        except ScopeError as error:
+            self.machine.record_rejected(input.signal_id, "resolve", error)
+        self._transport.changed()
+
+    def validate_resolve(self, input: ResolveInput) -> None:
+        self.machine.check_resolution(settlement_for(input, ToolSettlement, self._limit))
+
+    async def resolve_update(self, input: ResolveInput) -> None:
+        settlement = settlement_for(input, ToolSettlement, self._limit)
+        machine = self.machine
+        # See answer_update: wait until the unknown outcome is recorded.
+        await self._transport.wait_until(lambda: machine.phase != "running")
+        machine.resolve(settlement)
+        self._transport.record_settlement(settlement)
+        self._transport.changed()
+
+    def steer_refusal(self) -> ScopeError:
+        parent = self._input.request.parent_id
+        return errors.InvalidSignal(
+            f"A tool call takes no steer; steer its Interaction {parent!r} (it never answers "
+            "an input wait: answer with scope.tool_input)."
+        )
+
+    def pause(self) -> None:
+        self.machine.pause()
+        self._transport.changed()
+
+    def resume(self) -> None:
+        self.machine.resume()
+        self._transport.changed()
+
+    def snapshot(self) -> ProcessSnapshot:
+        return self.machine.snapshot()
+
+
+__all__ = ["ToolCallDriver"]

@@ -1,0 +1,209 @@
+"""What a driver asks of the engine it runs on: the transports.
+
+Two engines implement these: Temporal (`workflows/temporal.py`: activities, child
+workflows, signals, inside the workflow) and `LocalRunner` (`testing/engine.py`: the same
+activity code called in-process, child processes as tasks). A transport only carries: it
+starts what it is asked to and reports what came back as data. Every rule lives in the
+drivers, which are the same code on both engines.
+
+A transport method reports a lost operation (an activity that returned no data, a child
+that ended without a result) as a value, never as an exception, except one: when the
+process itself is being cancelled it raises `asyncio.CancelledError`, and the driver
+ends the process as canceled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, NoReturn, Protocol
+
+from scope_temporal.interaction.effects import (
+    CallSettled,
+    ModelEffectRequest,
+    ModelOutcome,
+    ModelSettlement,
+    ToolEffectRequest,
+    ToolSettlement,
+)
+from scope_temporal.interaction.task_values import AttemptReport
+from scope_temporal.outputs import Failure, Output
+from scope_temporal.payloads import (
+    InteractionInput,
+    ModelActivityInput,
+    TaskAttemptInput,
+    TaskInput,
+    ToolActivityInput,
+    ToolCallInput,
+)
+from scope_temporal.tools.outcome import AttemptOutcome
+
+EffectRequest = ModelEffectRequest | ToolEffectRequest
+
+
+class OutcomeKind(Protocol):
+    """Any settled outcome: what telemetry reads of it."""
+
+    @property
+    def kind(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Lost:
+    """An operation returned no data (timeout, lost worker, escaped exception): its
+    outcome is unknown. `diagnostic` says why, for the host."""
+
+    diagnostic: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A child process could not start; nothing ran."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A child process ended without its result (failed, cancelled, timed out)."""
+
+    message: str
+    code: str | None = None
+    """The child's own failure code, when it ended with one of ours."""
+
+    def failure(self, default_code: str) -> Failure:
+        return Failure.of(self.code or default_code, self.message)
+
+
+ChildEnd = Refused | Ended
+
+
+class Host(Protocol):
+    """Where a driver runs: how it waits for its state to change, and shows it."""
+
+    async def wait_until(self, ready: Callable[[], bool]) -> None:
+        """Return once `ready()` holds (checked whenever the process's state changed)."""
+        ...
+
+    def changed(self) -> None:
+        """The process's state changed: waiting conditions may hold now."""
+        ...
+
+    def show(self, details: str) -> None:
+        """The live one-line status (the Temporal UI's current details)."""
+        ...
+
+    def warn(self, message: str) -> None:
+        """Tell the operator (never again on replay)."""
+        ...
+
+
+class ToolCallTransport(Host, Protocol):
+    """What a Tool call Process needs: one tool attempt at a time."""
+
+    async def run_tool(
+        self, input: ToolActivityInput, *, start_to_close: timedelta, summary: str
+    ) -> AttemptOutcome | Lost:
+        """Enter the tool body once (`scope.tool`, never retried)."""
+        ...
+
+    async def start_task(self, input: TaskInput, *, summary: str) -> str | None:
+        """Start a background task (it outlives the call); None, or why it did not start."""
+        ...
+
+    def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
+        """Count an unknown opened, if `outcome` is unknown (metrics; never on replay)."""
+        ...
+
+    def record_settlement(self, settlement: ModelSettlement | ToolSettlement) -> None:
+        """Count a host's accepted settlement of an unknown (metrics; never on replay)."""
+        ...
+
+
+class InteractionTransport(ToolCallTransport, Protocol):
+    """What an Interaction needs besides tool attempts (with `on_demand`)."""
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run `work` concurrently with the loop (one per effect in flight)."""
+        ...
+
+    async def run_model(
+        self,
+        input: ModelActivityInput,
+        request: ModelEffectRequest,
+        *,
+        timeout: timedelta,
+        summary: str,
+    ) -> ModelOutcome | Lost:
+        """Call the model once (`scope.model`, never retried); `input` is what crosses
+        the engine, `request` the whole request it stands for."""
+        ...
+
+    async def run_tool_call(self, input: ToolCallInput, *, summary: str) -> CallSettled | ChildEnd:
+        """Run a Tool call child Process to its settlement."""
+        ...
+
+    async def run_delegate(
+        self, input: InteractionInput, *, process_id: str, summary: str
+    ) -> Output | ChildEnd:
+        """Run a Delegate child Interaction to its Output."""
+        ...
+
+    async def signal(self, process_id: str, signal: str, payload: Any) -> None:
+        """Deliver a signal to a child process or a task (one that ended meanwhile has
+        nothing to deliver to: the signal is dropped)."""
+        ...
+
+    async def cancel_task(self, task_id: str) -> None:
+        """Cancel a background task (one that already ended refuses: nothing to do)."""
+        ...
+
+    def record_status(self, definition: str, status: str) -> None:
+        """Keep the searchable status of the Interaction current."""
+        ...
+
+    def continue_as_new_suggested(self) -> bool:
+        """The engine would rather carry the state into a fresh run now."""
+        ...
+
+    async def continue_as_new(self, input: InteractionInput) -> NoReturn:
+        """End this run and continue in a new one from `input` (once handlers finished)."""
+        ...
+
+
+class AttemptRun(Protocol):
+    """A background attempt in flight."""
+
+    def cancel(self) -> None:
+        """Ask the attempt to stop; its report says how the run ended."""
+        ...
+
+    async def report(self) -> AttemptReport:
+        """How the attempt ended (an attempt without a report is lost, with its last
+        checkpoint, if it heartbeat one)."""
+        ...
+
+
+class TaskTransport(Host, Protocol):
+    """What a background task needs: one attempt at a time."""
+
+    def start_attempt(
+        self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
+    ) -> AttemptRun:
+        """Start one background attempt (`scope.task.attempt`)."""
+        ...
+
+
+__all__ = [
+    "AttemptRun",
+    "ChildEnd",
+    "Ended",
+    "Host",
+    "InteractionTransport",
+    "Lost",
+    "Refused",
+    "TaskTransport",
+    "ToolCallTransport",
+]

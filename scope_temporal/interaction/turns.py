@@ -1,0 +1,55 @@
+"""The start of a model turn: the steers queued so far enter the context, and the
+request is built (a retained request: an unknown outcome is settled from exactly it).
+
+Runs inside the machine's transition; the machine assigns the phase.
+"""
+
+from __future__ import annotations
+
+from scope_temporal import errors
+from scope_temporal.definition import Definition
+from scope_temporal.ids import model_effect_id
+from scope_temporal.interaction import rules
+from scope_temporal.interaction.effects import ModelEffectRequest
+from scope_temporal.interaction.state import InteractionState, PendingModel
+from scope_temporal.outputs import Failure
+
+
+def begin(definition: Definition, s: InteractionState) -> ModelEffectRequest | Failure:
+    """The next model call's request, now in flight; or why no model call may start
+    (the limit of model calls is reached, or the manifest cannot be built)."""
+    started = s.next_model_call_seq - 1
+    if s.max_model_calls is not None and started >= s.max_model_calls:
+        return Failure.of(
+            errors.LIMIT_MODEL_CALLS,
+            f"The model was called {started} times, the limit of this Interaction "
+            f"(max_model_calls={s.max_model_calls}); it had not completed.",
+        )
+    manifest = rules.manifest(definition, s.advertised)
+    if isinstance(manifest, str):
+        return Failure.of(errors.HOST_FAILED, manifest)
+    applied = [envelope.signal_id for envelope in s.mailbox]
+    for envelope in s.mailbox:
+        s.context.extend(envelope.messages)
+    s.mailbox = []
+    s.applied_signals.extend(applied)
+    seq = s.next_model_call_seq
+    s.next_model_call_seq += 1
+    request = ModelEffectRequest(
+        definition=s.definition,
+        digest=s.digest,
+        process_id=s.process_id,
+        effect_id=model_effect_id(s.process_id, seq),
+        model_call_seq=seq,
+        model=definition.model,
+        messages=tuple(s.context),
+        tools=manifest,
+        options=definition.options,
+        context_reducer=definition.context_reducer,
+        applied_signals=tuple(applied),
+    )
+    s.model = PendingModel(request=request, emitted=True)
+    return request
+
+
+__all__ = ["begin"]

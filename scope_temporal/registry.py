@@ -1,0 +1,63 @@
+"""What one worker serves: its Definitions by name, and its payload limit.
+
+An object, owned by whoever serves: `ScopeWorker` builds one and hands it to its
+activities and (through `workflows.serving`) to its workflows; `replay_history` builds
+one for the Replayer; `LocalRunner` holds one. Two workers in one process never see each
+other's Definitions.
+
+A Definition holds only frozen specs and pure functions, so reading one is
+deterministic (its digest is recorded in history and checked on replay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from scope_temporal.definition import Definition
+from scope_temporal.errors import DefinitionError
+from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
+
+
+class Registry:
+    """The Definitions one worker serves, and the largest payload it accepts.
+
+    Args:
+        definitions: every Definition served, delegates' included.
+        payload_limit: the largest payload (bytes of JSON) the framework creates or
+            accepts; see `scope_temporal.payload_limits`.
+
+    Raises:
+        DefinitionError: two of the Definitions share one name.
+    """
+
+    def __init__(
+        self,
+        definitions: Iterable[Definition] = (),
+        *,
+        payload_limit: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
+    ) -> None:
+        listed = list(definitions)
+        names = [d.name for d in listed]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise DefinitionError(f"Two Definitions share each of the names {duplicates}.")
+        self._definitions = {d.name: d for d in listed}
+        self.payload_limit = payload_limit
+
+    @property
+    def definitions(self) -> tuple[Definition, ...]:
+        """Every Definition served, in registration order."""
+        return tuple(self._definitions.values())
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._definitions)
+
+    def lookup(self, name: str) -> Definition | None:
+        return self._definitions.get(name)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.names}, payload_limit={self.payload_limit})"
+
+
+__all__ = ["Registry"]

@@ -1,0 +1,323 @@
+"""The in-process engine of `LocalRunner`: the drivers' transport without Temporal.
+
+The drivers (`scope_temporal.driver`) are the code the workflows run; here they run as
+asyncio tasks of one event loop. A model call or a tool attempt calls the same code the
+`scope.model` / `scope.tool` activities call; a child process is a driver awaited by its
+parent's task; a signal is delivered at once. What an engine decides nothing about
+differs: no history, no heartbeats or timeouts of calls, no worker to lose.
+
+Quiescence: the engine counts the tasks that can make progress (running, not parked in
+`wait_until` on a condition that does not hold); `idle` is set when none can, which is
+when a run is done or waits for its host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, NoReturn, Protocol
+
+from scope_temporal import errors, names
+from scope_temporal.activities.model_call import ContextReducer, model_once
+from scope_temporal.activities.tool_attempt import attempt_once
+from scope_temporal.driver.interaction import InteractionDriver
+from scope_temporal.driver.start import open_machine, settings_of
+from scope_temporal.driver.tool_call import ToolCallDriver
+from scope_temporal.driver.transport import ChildEnd, EffectRequest, Ended, Lost, OutcomeKind
+from scope_temporal.interaction.effects import (
+    CallSettled,
+    ModelEffectRequest,
+    ModelOutcome,
+    ModelSettlement,
+    ToolSettlement,
+)
+from scope_temporal.models.protocol import Model
+from scope_temporal.models.streaming import LiveText, LiveTextBuffer
+from scope_temporal.observers import ObserverHub
+from scope_temporal.outputs import Failure, Output
+from scope_temporal.payloads import (
+    InteractionInput,
+    ModelActivityInput,
+    ResolveInput,
+    SteerInput,
+    TaskInput,
+    ToolActivityInput,
+    ToolCallInput,
+    ToolInputAnswer,
+)
+from scope_temporal.registry import Registry
+from scope_temporal.testing.local_tasks import LocalTasks
+from scope_temporal.tools.middleware import Middleware
+from scope_temporal.tools.outcome import AttemptOutcome
+from scope_temporal.tools.registry import ToolRegistry
+
+
+class LocalWorker(Protocol):
+    """What a local run is served with (`LocalRunner` has it): as a worker's."""
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
+    @property
+    def models(self) -> Mapping[str, Model]: ...
+
+    @property
+    def reducers(self) -> Mapping[str, ContextReducer]: ...
+
+    @property
+    def observers(self) -> ObserverHub: ...
+
+    @property
+    def middleware(self) -> Sequence[Middleware]: ...
+
+
+_log = logging.getLogger("scope_temporal.testing")
+
+Process = InteractionDriver | ToolCallDriver
+
+
+class _ContinueAsNew(Exception):
+    def __init__(self, input: InteractionInput) -> None:
+        super().__init__("continue as new")
+        self.input = input
+
+
+class LocalEngine:
+    """The processes of one local run, and the tasks they run as."""
+
+    def __init__(self, runner: LocalWorker) -> None:
+        self.runner = runner
+        self.processes: dict[str, Process] = {}
+        self.live: dict[str, LiveText] = {}  # streamed text of model calls in flight
+        self.transport = LocalTransport(self)
+        self.tasks = LocalTasks(runner.tools, self.spawn, self.transport)
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self._running: set[asyncio.Task[Any]] = set()
+        self._busy = 0
+        self._waiting: list[tuple[Callable[[], bool], asyncio.Future[None], bool]] = []
+
+    # --- scheduling ------------------------------------------------------------------
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(work)
+        self._running.add(task)
+        self._more()
+
+        def ended(t: asyncio.Task[Any]) -> None:
+            self._running.discard(t)
+            # after the task's other done callbacks, which may wake a waiting driver
+            asyncio.get_running_loop().call_soon(self._less)
+
+        task.add_done_callback(ended)
+        return task
+
+    async def wait_until(self, ready: Callable[[], bool]) -> None:
+        if ready():
+            return
+        parked = asyncio.current_task() in self._running  # else: the host's own wait
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (ready, waiter, parked)
+        self._waiting.append(entry)
+        if parked:
+            self._less()
+        try:
+            await waiter
+        finally:
+            if entry in self._waiting:  # cancelled while parked: running again
+                self._waiting.remove(entry)
+                if parked:
+                    self._more()
+
+    def changed(self) -> None:
+        for entry in list(self._waiting):
+            ready, waiter, parked = entry
+            if not waiter.done() and ready():
+                self._waiting.remove(entry)
+                if parked:
+                    self._more()  # the task runs again (it was counted out when it parked)
+                waiter.set_result(None)
+
+    def running(self) -> set[asyncio.Task[Any]]:
+        return set(self._running)
+
+    def _more(self) -> None:
+        self._busy += 1
+        self.idle.clear()
+
+    def _less(self) -> None:
+        self._busy -= 1
+        if self._busy == 0:
+            asyncio.get_running_loop().call_soon(self._check_idle)
+
+    def _check_idle(self) -> None:
+        if self._busy == 0:
+            self.idle.set()
+
+    # --- processes -------------------------------------------------------------------
+
+    def open_interaction(
+        self, process_id: str, input: InteractionInput
+    ) -> InteractionDriver | Failure:
+        """A run of an Interaction, its settings recorded as the workflow records them."""
+        registry = self.runner.registry
+        opened = open_machine(input, process_id, registry, "this LocalRunner")
+        if isinstance(opened, Failure):
+            return opened
+        driver = InteractionDriver(opened, self.transport, input, limit=registry.payload_limit)
+        failure = driver.begin(input.settings or settings_of(opened.definition, registry))
+        if failure is not None:
+            return failure
+        self.processes[process_id] = driver
+        return driver
+
+    async def run_interaction(self, driver: InteractionDriver) -> Output | Failure:
+        """Run an Interaction to its end, through each continue-as-new."""
+        while True:
+            try:
+                return await driver.run()
+            except _ContinueAsNew as carried:
+                opened = self.open_interaction(driver.machine.process_id, carried.input)
+                if isinstance(opened, Failure):
+                    return opened
+                driver = opened
+
+    def deliver(self, process_id: str, signal: str, payload: Any) -> None:
+        """A signal, at once, to a process or a background task (dropped if none)."""
+        process = self.processes.get(process_id)
+        if process is None:
+            if self.tasks.holds(process_id) and isinstance(payload, ToolInputAnswer):
+                self.tasks.answer_signal(process_id, payload)
+            return
+        if signal == names.PAUSE:
+            process.pause()
+        elif signal == names.RESUME:
+            process.resume()
+        elif signal == names.TOOL_INPUT and isinstance(payload, ToolInputAnswer):
+            process.tool_input_signal(payload)
+        elif signal == names.RESOLVE and isinstance(payload, ResolveInput):
+            process.resolve_signal(payload)
+        elif signal == names.STEER and isinstance(payload, SteerInput):
+            if isinstance(process, InteractionDriver):
+                process.steer_signal(payload)
+            else:
+                process.reject(payload.signal_id, "steer", process.steer_refusal())
+
+
+class LocalTransport:
+    """The drivers' transport in-process (see `driver.transport`)."""
+
+    def __init__(self, engine: LocalEngine) -> None:
+        self._engine = engine
+
+    async def wait_until(self, ready: Callable[[], bool]) -> None:
+        await self._engine.wait_until(ready)
+
+    def changed(self) -> None:
+        self._engine.changed()
+
+    def show(self, details: str) -> None:
+        """Nothing shows a local run's details."""
+
+    def warn(self, message: str) -> None:
+        _log.warning(message)
+
+    def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
+        """No metrics in-process."""
+
+    def record_settlement(self, settlement: ModelSettlement | ToolSettlement) -> None:
+        """No metrics in-process."""
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        return self._engine.spawn(work)
+
+    async def run_model(
+        self,
+        input: ModelActivityInput,
+        request: ModelEffectRequest,
+        *,
+        timeout: timedelta,
+        summary: str,
+    ) -> ModelOutcome | Lost:
+        runner, live = self._engine.runner, self._engine.live
+        streamed = LiveTextBuffer(request.process_id, request.model_call_seq)
+
+        def publish(text: str) -> None:
+            streamed.add(text)
+            live[request.process_id] = streamed.current()
+
+        try:
+            return await model_once(
+                request,
+                models=runner.models,
+                reducers=runner.reducers,
+                observers=runner.observers,
+                limit=runner.registry.payload_limit,
+                on_delta=publish,
+            )
+        finally:
+            live.pop(request.process_id, None)
+
+    async def run_tool(
+        self, input: ToolActivityInput, *, start_to_close: timedelta, summary: str
+    ) -> AttemptOutcome | Lost:
+        runner = self._engine.runner
+        return await attempt_once(
+            input.attempt,
+            registry=runner.registry,
+            tools=runner.tools,
+            middleware=runner.middleware,
+            observers=runner.observers,
+            runtime=self._engine.tasks.runtime,
+        )
+
+    async def start_task(self, input: TaskInput, *, summary: str) -> str | None:
+        self._engine.tasks.start(input)
+        return None
+
+    async def run_tool_call(self, input: ToolCallInput, *, summary: str) -> CallSettled | ChildEnd:
+        engine = self._engine
+        child = ToolCallDriver(input, self, limit=engine.runner.registry.payload_limit)
+        engine.processes[input.request.process_id] = child
+        settled = await child.run()
+        return Ended(settled.message, settled.code) if isinstance(settled, Failure) else settled
+
+    async def run_delegate(
+        self, input: InteractionInput, *, process_id: str, summary: str
+    ) -> Output | ChildEnd:
+        engine = self._engine
+        opened = engine.open_interaction(process_id, input)
+        ended = opened if isinstance(opened, Failure) else await engine.run_interaction(opened)
+        if isinstance(ended, Failure):
+            return Ended(ended.message, ended.code)
+        return ended
+
+    def signal(self, process_id: str, signal: str, payload: Any) -> Coroutine[Any, Any, None]:
+        self._engine.deliver(process_id, signal, payload)  # in-process: delivered at once
+        return _delivered()
+
+    async def cancel_task(self, task_id: str) -> None:
+        with contextlib.suppress(errors.TaskEnded):  # ended already: nothing to stop
+            await self._engine.tasks.cancel(task_id, "the task's workflow was cancelled")
+
+    def record_status(self, definition: str, status: str) -> None:
+        """Nothing searches local runs."""
+
+    def continue_as_new_suggested(self) -> bool:
+        return False  # no history grows here
+
+    async def continue_as_new(self, input: InteractionInput) -> NoReturn:
+        raise _ContinueAsNew(input)
+
+
+async def _delivered() -> None:
+    """A signal delivered in-process has nothing left to do."""
+
+
+__all__ = ["LocalEngine", "LocalTransport", "LocalWorker", "Process"]

@@ -1,0 +1,341 @@
+"""The drivers' transport on Temporal. Everything here runs inside the workflow.
+
+Each method is one Temporal operation: an activity (never retried: `maximum_attempts=1`,
+except a recoverable tool's background attempt), a child workflow, a signal to another
+workflow, an upsert, a continue-as-new. What Temporal reports back is classified here
+into data (`Lost`, `Refused`, `Ended`); the drivers decide what it means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from datetime import timedelta  # deterministic: a value type, no clock
+from typing import Any, NoReturn, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    TimeoutError,
+)
+
+from scope_temporal import errors, names
+from scope_temporal.driver.transport import (
+    ChildEnd,
+    EffectRequest,
+    Ended,
+    Lost,
+    OutcomeKind,
+    Refused,
+)
+from scope_temporal.interaction.effects import (
+    CallSettled,
+    ModelEffectRequest,
+    ModelHostFailed,
+    ModelOutcome,
+    ModelResponded,
+    ModelSettlement,
+    ModelUnknown,
+    ToolSettlement,
+)
+from scope_temporal.interaction.task_values import AttemptReport
+from scope_temporal.outputs import Output
+from scope_temporal.payloads import (
+    HeartbeatState,
+    InteractionInput,
+    ModelActivityInput,
+    TaskAttemptInput,
+    TaskInput,
+    ToolActivityInput,
+    ToolCallInput,
+)
+from scope_temporal.telemetry import workflow_counters
+from scope_temporal.tools.outcome import (
+    AttemptOutcome,
+    Backgrounded,
+    Failed,
+    InputRequired,
+    Rejected,
+    Succeeded,
+    Unknown,
+)
+
+R = TypeVar("R")
+
+_ONCE = RetryPolicy(maximum_attempts=1)
+_ADOPT_PICKUP = timedelta(seconds=10)
+"""How long an adoption may wait for the worker holding the live run to pick it up."""
+
+
+def describe_activity_error(error: ActivityError) -> str:
+    """A one-line diagnostic of why an activity's outcome is unknown."""
+    cause = error.cause
+    if isinstance(cause, TimeoutError):
+        kind = cause.type.name if cause.type is not None else "TIMEOUT"
+        hint = (
+            " (no heartbeat: the worker was probably lost)"
+            if kind == "HEARTBEAT"
+            else " (the call hung or ran past its start-to-close timeout)"
+            if kind == "START_TO_CLOSE"
+            else ""
+        )
+        return f"activity timed out: {kind}{hint}"
+    if isinstance(cause, CancelledError):
+        return f"activity cancelled mid-flight: {cause.message}"
+    if isinstance(cause, ApplicationError):
+        return f"activity raised {cause.type or 'an error'}: {cause.message}"
+    return f"activity failed: {cause or error}"
+
+
+def child_end(error: ChildWorkflowError) -> Ended:
+    """How a child workflow ended without its result."""
+    cause = error.cause
+    if isinstance(cause, CancelledError):
+        return Ended("the child was cancelled", errors.CANCELED)
+    if isinstance(cause, ApplicationError):
+        code = cause.type if cause.type in errors.CODE_KINDS else None
+        return Ended(cause.message, code)
+    if isinstance(cause, TimeoutError):
+        return Ended(f"the child timed out: {cause.message}")
+    return Ended(str(cause or error))
+
+
+def _lost(error: ActivityError) -> Lost:
+    """An activity without data; if the workflow itself is being cancelled, raise."""
+    reason = workflow.cancellation_reason()
+    if reason is not None:
+        raise asyncio.CancelledError(reason) from error
+    return Lost(describe_activity_error(error))
+
+
+class TemporalTransport:
+    """The transport of every scope-temporal workflow (see `driver.transport`)."""
+
+    # --- waiting and showing ---------------------------------------------------------
+
+    async def wait_until(self, ready: Callable[[], bool]) -> None:
+        await workflow.wait_condition(ready)
+
+    def changed(self) -> None:
+        """Nothing to do: Temporal checks every waiting condition after each step."""
+
+    def show(self, details: str) -> None:
+        workflow.set_current_details(details)
+
+    def warn(self, message: str) -> None:
+        workflow.logger.warning(message)
+
+    def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
+        workflow_counters.record_outcome(request, outcome)
+
+    def record_settlement(self, settlement: ModelSettlement | ToolSettlement) -> None:
+        workflow_counters.record_settlement(settlement)
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        return asyncio.create_task(work)
+
+    # --- activities ------------------------------------------------------------------
+
+    async def run_model(
+        self,
+        input: ModelActivityInput,
+        request: ModelEffectRequest,
+        *,
+        timeout: timedelta,
+        summary: str,
+    ) -> ModelOutcome | Lost:
+        del request  # the worker rebuilds it from `input`
+        outcome: ModelOutcome | Lost = await _once(
+            names.MODEL_ACTIVITY,
+            input,
+            ModelResponded | ModelHostFailed | ModelUnknown,
+            start_to_close=timeout,
+            heartbeat=input.heartbeat,
+            summary=summary,
+        )
+        return outcome
+
+    async def run_tool(
+        self, input: ToolActivityInput, *, start_to_close: timedelta, summary: str
+    ) -> AttemptOutcome | Lost:
+        outcome: AttemptOutcome | Lost = await _once(
+            names.TOOL_ACTIVITY,
+            input,
+            Succeeded | Failed | Rejected | InputRequired | Unknown | Backgrounded,
+            start_to_close=start_to_close,
+            heartbeat=input.heartbeat,
+            summary=summary,
+        )
+        return outcome
+
+    # --- children --------------------------------------------------------------------
+
+    async def start_task(self, input: TaskInput, *, summary: str) -> str | None:
+        try:
+            await workflow.start_child_workflow(
+                names.TASK_WORKFLOW,
+                input,
+                id=input.launch.task_id,
+                parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                static_summary=summary,
+            )
+        except Exception as error:  # not started: the driver says what that means
+            return str(error)
+        return None
+
+    async def run_tool_call(self, input: ToolCallInput, *, summary: str) -> CallSettled | ChildEnd:
+        return await _run_child(
+            names.TOOL_CALL_WORKFLOW,
+            input,
+            CallSettled,
+            id=input.request.process_id,
+            summary=summary,
+        )
+
+    async def run_delegate(
+        self, input: InteractionInput, *, process_id: str, summary: str
+    ) -> Output | ChildEnd:
+        return await _run_child(
+            names.INTERACTION_WORKFLOW, input, Output, id=process_id, summary=summary
+        )
+
+    async def signal(self, process_id: str, signal: str, payload: Any) -> None:
+        try:
+            await workflow.get_external_workflow_handle(process_id).signal(signal, payload)
+        except Exception as error:  # the child ended meanwhile: nothing to deliver to
+            workflow.logger.info("signal %s to %s not delivered: %s", signal, process_id, error)
+
+    async def cancel_task(self, task_id: str) -> None:
+        try:
+            await workflow.get_external_workflow_handle(task_id).cancel()
+        except Exception as error:  # ended already: nothing to stop
+            workflow.logger.info("background task %s not cancelled: %s", task_id, error)
+
+    # --- the run ---------------------------------------------------------------------
+
+    def record_status(self, definition: str, status: str) -> None:
+        workflow.upsert_search_attributes(
+            [
+                names.DEFINITION_ATTRIBUTE.value_set(definition),
+                names.STATUS_ATTRIBUTE.value_set(status),
+            ]
+        )
+
+    def continue_as_new_suggested(self) -> bool:
+        return workflow.info().is_continue_as_new_suggested()
+
+    async def continue_as_new(self, input: InteractionInput) -> NoReturn:
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(input)
+
+    # --- background attempts ---------------------------------------------------------
+
+    def start_attempt(
+        self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
+    ) -> _Attempt:
+        plan = input.plan
+        return _Attempt(
+            workflow.start_activity(
+                names.TASK_ATTEMPT_ACTIVITY,
+                input,
+                result_type=AttemptReport,
+                task_queue=plan.queue,
+                start_to_close_timeout=start_to_close,
+                schedule_to_start_timeout=_ADOPT_PICKUP if plan.mode == "adopt" else None,
+                heartbeat_timeout=input.heartbeat,
+                retry_policy=_retry(plan.max_attempts),
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                summary=summary,
+            )
+        )
+
+
+class _Attempt:
+    """A background attempt in flight: the `scope.task.attempt` activity."""
+
+    def __init__(self, handle: workflow.ActivityHandle[AttemptReport]) -> None:
+        self._handle = handle
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+    async def report(self) -> AttemptReport:
+        """The attempt's report; an attempt without one is lost (with its last checkpoint)."""
+        try:
+            return await self._handle
+        except ActivityError as error:
+            checkpoint = None
+            cause = error.cause
+            if isinstance(cause, TimeoutError) and cause.last_heartbeat_details:
+                try:
+                    beat = HeartbeatState.model_validate(cause.last_heartbeat_details[0])
+                except ValidationError:  # not ours: recover from the last known checkpoint
+                    beat = HeartbeatState()
+                checkpoint = beat.checkpoint
+            return AttemptReport(
+                attempt=0, lost=describe_activity_error(error), checkpoint=checkpoint
+            )
+
+
+async def _once(
+    activity: str,
+    input: BaseModel,
+    result_type: Any,
+    *,
+    start_to_close: timedelta,
+    heartbeat: timedelta | None,
+    summary: str,
+) -> Any:
+    """Run an activity once (never retried): its result, or `Lost` if it returned none."""
+    try:
+        return await workflow.execute_activity(
+            activity,
+            input,
+            result_type=result_type,
+            start_to_close_timeout=start_to_close,
+            heartbeat_timeout=heartbeat,
+            retry_policy=_ONCE,
+            summary=summary,
+        )
+    except ActivityError as error:
+        return _lost(error)
+
+
+async def _run_child(
+    workflow_type: str, input: BaseModel, result_type: type[R], *, id: str, summary: str
+) -> R | ChildEnd:
+    """Start a child workflow (cancelled with its parent) and wait for its result."""
+    try:
+        handle = await workflow.start_child_workflow(
+            workflow_type,
+            input,
+            id=id,
+            result_type=result_type,
+            parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+            static_summary=summary,
+        )
+    except Exception as error:  # the child could not start
+        return Refused(str(error))
+    try:
+        result: R = await handle
+    except ChildWorkflowError as error:
+        return child_end(error)
+    return result
+
+
+def _retry(max_attempts: int) -> RetryPolicy:
+    """Temporal may repeat an attempt only for recoverable tools (`max_attempts > 1`)."""
+    return RetryPolicy(
+        maximum_attempts=max_attempts,
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=10),
+    )
+
+
+__all__ = ["TemporalTransport", "child_end", "describe_activity_error"]
