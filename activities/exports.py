@@ -108,4 +108,3 @@ class ExportLogs:
         self, task_id: str, arguments: ExportArgs, attempt: int, run: RunHandle
     ) -> RunHandle:
         return run
-

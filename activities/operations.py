@@ -72,8 +72,10 @@ def restart_service(name: str, reason: str) -> ToolOutput:
     if os.environ.get("SCOPE_DEMO_UNKNOWN_RESTART"):
         # Simulates the classic ambiguous failure: the request went out, the answer never
         # came back. The call's outcome becomes *unknown*; nothing retries it by itself.
-        raise HostFailure(f"the fleet API connection dropped after the restart of {name} "
-                          "was requested: did it restart? Check, then settle the call.")
+        raise HostFailure(
+            f"the fleet API connection dropped after the restart of {name} "
+            "was requested: did it restart? Check, then settle the call."
+        )
     return ToolOutput(
         f"{name} restarted (4 replicas rolled); its database connections were released.",
         for_user={"service": name, "approved_note": note},
@@ -95,5 +97,8 @@ def open_ticket(
     key = current_tool_call().effect_id
     number = int(hashlib.sha256(key.encode()).hexdigest()[:6], 16) % 9000 + 1000
     ticket = TICKETS.setdefault(key, f"OPS-{number}")
-    return ToolOutput(f"opened {ticket} ({severity}): {title}", ref=ticket,
-                      for_user={"ticket": ticket, "severity": severity})
+    return ToolOutput(
+        f"opened {ticket} ({severity}): {title}",
+        ref=ticket,
+        for_user={"ticket": ticket, "severity": severity},
+    )

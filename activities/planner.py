@@ -137,14 +137,21 @@ def _investigate(request: ModelRequest) -> Response:
     if not progress.results("summarize"):
         evidence = [line for line in progress.lines() if re.search(r"ERROR|WARN|deploy", line)]
         return reply.tool_calls(
-            ("summarize", {"task": "Summarise this incident evidence, one line per service:\n"
-                           + "\n".join(evidence[:25])}),
+            (
+                "summarize",
+                {
+                    "task": "Summarise this incident evidence, one line per service:\n"
+                    + "\n".join(evidence[:25])
+                },
+            ),
             text="Asking the summarizer to condense the evidence.",
         )
     skip_restart = any(_SKIP_RESTART.search(text) for text in progress.steers)
     if suspect and not skip_restart and not progress.results("restart_service"):
-        reason = f"it holds {facts.get('held', 'most')} of {facts.get('total', 'the')} " \
-                 f"{facts.get('db', 'database')} connections"
+        reason = (
+            f"it holds {facts.get('held', 'most')} of {facts.get('total', 'the')} "
+            f"{facts.get('db', 'database')} connections"
+        )
         if "version" in facts:
             reason += f" since deploy {facts['version']}"
         return reply.tool_calls(
@@ -156,8 +163,10 @@ def _investigate(request: ModelRequest) -> Response:
         if "version" in facts:
             title += f" after deploy {facts['version']}"
         return reply.tool_calls(
-            ("open_ticket", {"title": title, "body": _report_body(progress, facts),
-                             "severity": "sev2"}),
+            (
+                "open_ticket",
+                {"title": title, "body": _report_body(progress, facts), "severity": "sev2"},
+            ),
             text="Recording the incident for the owning team.",
         )
     export = _envelope(progress.results("export_logs"))
@@ -186,8 +195,10 @@ def _root_cause(facts: dict[str, str]) -> str:
     if "held" in facts:
         cause += f" ({facts['held']} of {facts['total']} {facts.get('db', 'database')} connections)"
     if "upstream" in facts:
-        cause += (f", so {facts['upstream']} cannot get a connection and {facts['caller']} "
-                  "times out with 502")
+        cause += (
+            f", so {facts['upstream']} cannot get a connection and {facts['caller']} "
+            "times out with 502"
+        )
     return cause + "."
 
 

@@ -37,6 +37,9 @@ DELEGATE_FAILED = "interaction.delegate.failed"
 TOOL_CHILD_REJECTED = "interaction.tool_child.rejected"
 CONFIGURATION_INVALID = "interaction.configuration.invalid"
 ARTIFACT_INVALID = "interaction.artifact.invalid"
+# The event stream: an offset no longer retained, or not reached yet.
+EVENTS_OFFSET_TRUNCATED = "interaction.events.offset_truncated"
+EVENTS_OFFSET_AHEAD = "interaction.events.offset_ahead"
 # Tools
 TOOL_NOT_FOUND = "tool.not_found"
 TOOL_NOT_AUTHORIZED = "tool.not_authorized"
@@ -82,6 +85,8 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_CHILD_REJECTED: "host",
     CONFIGURATION_INVALID: "host",
     ARTIFACT_INVALID: "contract",
+    EVENTS_OFFSET_TRUNCATED: "contract",
+    EVENTS_OFFSET_AHEAD: "contract",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
     TOOL_INPUT_INVALID: "contract",
@@ -237,6 +242,15 @@ class ArtifactDecodeError(ScopeError, ValueError):
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+class EventOffsetError(ScopeError, ValueError):
+    """`events(after=...)` got an offset the stream cannot resume from: one no longer
+    retained (`interaction.events.offset_truncated`: re-read the snapshot, then follow
+    from the stream's head) or one it has not reached (`interaction.events.offset_ahead`:
+    pass the offset of the last event you read)."""
+
+    default_code = EVENTS_OFFSET_TRUNCATED
 
 
 _REFUSALS: dict[str, type[ScopeError]] = {

@@ -37,6 +37,15 @@ TASK_QUESTION_QUERY = "scope.task.question"
 CONTEXT_QUERY = "scope.context"
 """Messages of the model call in flight, by range (what a worker fetches on a cache miss)."""
 
+EVENTS_TOPIC = "scope.events"
+"""The topic of a tree's events in its root's stream (Temporal's workflow_streams)."""
+STREAM_PUBLISH_SIGNAL = "__temporal_workflow_stream_publish"
+"""workflow_streams' own names (fixed by temporalio.contrib.workflow_streams): the signal
+that appends a batch to a stream, the update (long poll) and query (immediate) that read
+one, the query of its head offset."""
+STREAM_POLL = "__temporal_workflow_stream_poll"
+STREAM_OFFSET_QUERY = "__temporal_workflow_stream_offset"
+
 DEFAULT_TASK_QUEUE = "scope"
 
 DEFINITION_ATTRIBUTE = SearchAttributeKey.for_keyword("ScopeDefinition")

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import ContextRef
@@ -61,6 +62,12 @@ class InteractionInput(_Payload):
     model call sent (the next call refers to them instead of sending them again)."""
     settings: RunSettings | None = None
     """Carried by continue-as-new: the settings the first run recorded."""
+    events_to: str | None = None
+    """The workflow hosting the tree's event stream, which this Interaction reports to (a
+    delegate's root, a session's turn's session); None: this Interaction hosts it."""
+    stream: WorkflowStreamState | None = None
+    """Carried by continue-as-new of a host: the latest events and the stream's offsets
+    (Temporal's workflow_streams state)."""
 
 
 class ToolCallInput(_Payload):
@@ -78,6 +85,9 @@ class ToolCallInput(_Payload):
     payload_limit: int | None = None
     """The Interaction's recorded payload limit (None in histories from before it was
     passed down: the serving worker's limit then applies)."""
+    events_to: str | None = None
+    """The workflow hosting the tree's event stream (None: the call reports nothing, as
+    in histories from before the stream)."""
 
 
 class ModelActivityInput(_Payload):
@@ -103,6 +113,8 @@ class ModelActivityInput(_Payload):
     prefix: ContextRef
     new_messages: tuple[Message, ...]
     heartbeat: timedelta | None = None
+    events_to: str | None = None
+    """The workflow hosting the tree's event stream: the streamed text goes there."""
 
     @classmethod
     def of(
@@ -112,6 +124,7 @@ class ModelActivityInput(_Payload):
         prefix: ContextRef,
         advertised: tuple[str, ...],
         heartbeat: timedelta | None,
+        events_to: str | None = None,
     ) -> ModelActivityInput:
         """The input for `request`, whose first `prefix.count` messages `prefix` names."""
         return cls(
@@ -120,6 +133,7 @@ class ModelActivityInput(_Payload):
             prefix=prefix,
             new_messages=request.messages[prefix.count :],
             heartbeat=heartbeat,
+            events_to=events_to,
         )
 
     def request(
@@ -202,6 +216,8 @@ class TaskInput(_Payload):
     """The Interaction whose call launched it."""
     definition: str
     """That Interaction's Definition."""
+    events_to: str | None = None
+    """The workflow hosting the tree's event stream (None: the task reports nothing)."""
 
 
 class TaskAttemptInput(_Payload):

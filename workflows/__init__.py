@@ -17,5 +17,12 @@ DEMO_PROMPT = (
     "and report the root cause."
 )
 
-__all__ = ["DEMO_PROMPT", "build_models", "definitions", "ops", "require_root_cause",
-           "summarizer", "tools"]
+__all__ = [
+    "DEMO_PROMPT",
+    "build_models",
+    "definitions",
+    "ops",
+    "require_root_cause",
+    "summarizer",
+    "tools",
+]

@@ -37,11 +37,19 @@ ops = Definition(
         "starting 'Root cause:'."
     ),
     model="default",
-    tools=ToolSet("ops-tools", [search_logs, read_runbook, restart_service, ExportLogs],
-                  deferred=[open_ticket]),
+    tools=ToolSet(
+        "ops-tools",
+        [search_logs, read_runbook, restart_service, ExportLogs],
+        deferred=[open_ticket],
+    ),
     delegates=[
-        Delegate("summarize", "Condense incident evidence (log lines) into a short summary.",
-                 definition="summarizer", max_model_calls=3, capabilities={"read"}),
+        Delegate(
+            "summarize",
+            "Condense incident evidence (log lines) into a short summary.",
+            definition="summarizer",
+            max_model_calls=3,
+            capabilities={"read"},
+        ),
     ],
     max_model_calls=12,
     max_concurrent_tool_calls=4,

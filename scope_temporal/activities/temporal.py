@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import activity
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from scope_temporal import names
 from scope_temporal.activities.model_call import ContextReducer, ModelResult, model_once
@@ -23,11 +24,13 @@ from scope_temporal.activities.model_input import (
     ModelRequestBuilder,
     RequestMismatch,
 )
+from scope_temporal.activities.text_events import TextEvents
 from scope_temporal.activities.tool_attempt import attempt_once
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.chat import Message
 from scope_temporal.context_refs import ContextRef
 from scope_temporal.interaction.effects import ModelHostFailed
+from scope_temporal.interaction.events import TextEvent
 from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveTextBuffer
 from scope_temporal.observers import ObserverHub
@@ -168,18 +171,32 @@ class ScopeActivities:
         live = _LiveTextPublisher(
             LiveTextBuffer(request.process_id, request.model_call_seq), heartbeat
         )
+        text = _text_events(input.events_to, request.process_id, request.model_call_seq)
+
+        def streamed(piece: str) -> None:
+            live.add(piece)
+            if text is not None:
+                text.add(piece)
+
         try:
-            return await model_once(
+            outcome = await model_once(
                 request,
                 models=self.models,
                 reducers=self.reducers,
                 observers=self.observers,
                 limit=self.registry.payload_limit,
-                on_delta=live.add,
+                on_delta=streamed,
                 around=heartbeat.around,
             )
+        except BaseException:
+            if text is not None:
+                text.cancel()
+            raise
         finally:
             live.close()
+        if text is not None:  # the text goes before the outcome's own events
+            await text.close()
+        return outcome
 
     @activity.defn(name=names.TOOL_ACTIVITY)
     async def tool(self, input: ToolActivityInput) -> AttemptOutcome:
@@ -203,6 +220,20 @@ class ScopeActivities:
             ),
             around=_Heartbeat(input.heartbeat).around,
         )
+
+
+def _text_events(events_to: str | None, process_id: str, seq: int) -> TextEvents | None:
+    """The streamed text's way into the tree's stream (None: the workflow has none)."""
+    if events_to is None:
+        return None
+    stream = WorkflowStreamClient.create(activity.client(), events_to)
+    topic = stream.topic(names.EVENTS_TOPIC)
+
+    async def send(event: TextEvent) -> None:
+        topic.publish(event)
+        await stream.flush()
+
+    return TextEvents(send, process_id, seq)
 
 
 _QUERY_ATTEMPTS = 8

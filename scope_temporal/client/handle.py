@@ -6,6 +6,7 @@ one raises the typed error here and leaves no trace in the workflow's history.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any, Protocol
 
@@ -22,8 +23,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from scope_temporal import errors, names, tree
 from scope_temporal.chat import Message
+from scope_temporal.client import events
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
+from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     TaskSnapshot,
@@ -184,6 +187,28 @@ class InteractionHandle:
         if found is None:
             raise errors.TaskNotFound(f"No background task {task_id!r}.")
         return found
+
+    def events(self, after: int | None = None) -> AsyncIterator[Event]:
+        """The tree's events as they happen: `async for event in handle.events(): ...`.
+
+        Every process of the tree reports into one stream hosted by the root, so one
+        offset orders everything (see docs/events.md for the kinds). It ends after the
+        root's `completed`, `failed` or `canceled` event (or when the root's run closed
+        without one, e.g. terminated). After a disconnect, resume exactly where you were
+        with `after=<the offset of the last event you read>`.
+
+        Args:
+            after: the offset of the last event already read; None for every event the
+                stream still retains (all of them, unless the root continued as new).
+
+        Raises:
+            EventOffsetError: `after` is beyond the stream's last event
+                (`interaction.events.offset_ahead`), or no longer retained
+                (`interaction.events.offset_truncated`: a continue-as-new carries only
+                the latest events; read the snapshot, then follow with `after=None`).
+            InteractionNotFound: no Interaction has this id.
+        """
+        return events.follow(self.scope.client, self.id, after)
 
     async def live_text(self, process_id: str | None = None) -> LiveText | None:
         """The text the model call in flight of an Interaction has streamed so far.

@@ -5,7 +5,8 @@ adopt of the run, observed to its outcome), feeds each report back, and maps the
 inputs onto the machine: progress news from the running attempt, an answer to the
 task's question (taken only once the tool took it), a cancellation (the running attempt
 is asked to stop; its report says how the run ended). Its result is the final
-`TaskSnapshot`: a failed or cancelled task is data, not an error.
+`TaskSnapshot`: a failed or cancelled task is data, not an error. It reports its
+progress and its question to the tree's event stream.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from scope_temporal import errors
 from scope_temporal.driver.transport import AttemptRun, TaskTransport
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.background_task import BackgroundTaskMachine
+from scope_temporal.interaction.news import TaskNews
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind, TaskSnapshot
 from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.payloads import TaskAttemptInput, TaskInput, TaskReport, ToolInputAnswer
@@ -32,6 +34,7 @@ class TaskDriver:
         self._transport = transport
         self._attempt: AttemptRun | None = None
         self._stop_sent = False
+        self._news = TaskNews()
 
     async def run(self) -> TaskSnapshot:
         """Run attempts until the task ends; its final snapshot.
@@ -55,6 +58,7 @@ class TaskDriver:
                     attempt.cancel()
                     self._settle(await attempt.report())
         self._show()
+        await transport.flush_events()
         return machine.snapshot()
 
     async def _run_attempt(self, plan: AttemptPlan) -> AttemptReport:
@@ -76,13 +80,20 @@ class TaskDriver:
         self.machine.on_report(report)
         self._transport.changed()
 
+    def _changed(self) -> None:
+        """The task changed outside the run's loop: report what is new, wake the loop."""
+        self._transport.publish(self._news.step(self.machine.snapshot()))
+        self._transport.changed()
+
     def _stop(self) -> None:
         if self._attempt is not None and not self._stop_sent:
             self._stop_sent = True
             self._attempt.cancel()
 
     def _show(self) -> None:
+        """Show the live status; report what is new."""
         task = self.machine.snapshot()
+        self._transport.publish(self._news.step(task))
         detail = f"**{task.status}** · {task.tool} · attempt {task.attempt}"
         if task.progress.events:
             detail += f" · {task.progress.events} progress event(s)"
@@ -99,7 +110,7 @@ class TaskDriver:
     def report(self, input: TaskReport) -> None:
         """News from the running attempt: progress, or that `resume` took an answer."""
         self.machine.on_progress(input.attempt, input.progress, input.resumed)
-        self._transport.changed()
+        self._changed()
 
     def validate_cancel(self) -> None:
         if self.machine.done:
@@ -112,7 +123,7 @@ class TaskDriver:
         """Cancel the task (the running attempt is asked to stop); its snapshot now."""
         if self.machine.request_cancel(reason or "cancelled on request"):
             self._stop()
-        self._transport.changed()
+        self._changed()
         return self.machine.snapshot()
 
     def reject(self, signal_id: str, signal: SignalKind, error: ScopeError) -> None:
@@ -125,7 +136,7 @@ class TaskDriver:
             self.machine.answer(input.wait_id, input.answer_id, input.response)
         except ScopeError as error:
             self.machine.record_rejected(input.answer_id, "tool_input", error)
-        self._transport.changed()
+        self._changed()
 
     def validate_answer(self, input: ToolInputAnswer) -> None:
         self.machine.check_answer(input.wait_id, input.answer_id, input.response)
@@ -140,7 +151,7 @@ class TaskDriver:
         """
         machine = self.machine
         fresh = machine.answer(input.wait_id, input.answer_id, input.response)
-        self._transport.changed()
+        self._changed()
         await self._transport.wait_until(lambda: machine.verdict(input.answer_id) is not None)
         verdict = machine.verdict(input.answer_id)
         if verdict == "refused":

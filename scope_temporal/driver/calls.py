@@ -78,6 +78,7 @@ async def attempt_tool(
     *,
     start_to_close: timedelta,
     heartbeat: timedelta | None,
+    events_to: str | None,
 ) -> ToolOutcome:
     """Enter the tool body once (never retried).
 
@@ -108,6 +109,7 @@ async def attempt_tool(
             ref=request.ref,
             parent_id=request.parent_id,
             definition=request.definition,
+            events_to=events_to,
         ),
         summary=call_summary("task", request.call),
     )
@@ -121,7 +123,7 @@ async def attempt_tool(
 
 
 def tool_call_input(
-    machine: InteractionMachine, request: ToolEffectRequest, limit: int
+    machine: InteractionMachine, request: ToolEffectRequest, limit: int, events_to: str
 ) -> ToolCallInput:
     definition = machine.definition
     spec = definition.tools.get(request.call.name)
@@ -131,6 +133,7 @@ def tool_call_input(
         start_to_close=timeout + _TOOL_MARGIN,
         heartbeat=definition.tool_heartbeat_timeout,
         payload_limit=limit,
+        events_to=events_to,
     )
 
 
@@ -140,13 +143,15 @@ async def run_tool_call(
     transport: InteractionTransport,
     children: set[str],
     limit: int,
+    events_to: str,
 ) -> None:
     """Run one tool call to its settlement (see the module docstring for the mapping).
 
     `children` holds the ids of this Interaction's running child processes (signals are
     forwarded to them); a promoted or started Tool call child is in it while it runs.
+    `events_to`: the workflow hosting the tree's event stream.
     """
-    payload = tool_call_input(machine, request, limit)
+    payload = tool_call_input(machine, request, limit, events_to)
     refused = oversized(
         payload,
         f"The input of tool call {request.call.name!r} ({request.ref})",
@@ -160,7 +165,11 @@ async def run_tool_call(
         first = ToolCallMachine.start(request).next_attempt()
         assert first is not None  # a new call is always ready for its first entry
         outcome = await attempt_tool(
-            transport, first, start_to_close=payload.start_to_close, heartbeat=payload.heartbeat
+            transport,
+            first,
+            start_to_close=payload.start_to_close,
+            heartbeat=payload.heartbeat,
+            events_to=events_to,
         )
         if not isinstance(outcome, InputRequired | Unknown):
             if not machine.done:
@@ -203,10 +212,12 @@ async def run_delegate(
     *,
     served: tuple[str, ...],
     track_status: bool,
+    events_to: str,
 ) -> None:
     """Run one delegate as a child Interaction; a refused start is model-visible.
 
     `served`: the delegate Definitions the Interaction recorded as served when it started.
+    `events_to`: the workflow hosting the tree's event stream (the delegate reports there).
     """
     if effect.definition not in served:
         machine.on_call(
@@ -229,6 +240,7 @@ async def run_delegate(
                 max_model_calls=effect.max_model_calls,
                 capabilities=effect.capabilities,
                 track_status=track_status,
+                events_to=events_to,
             ),
             process_id=effect.process_id,
             summary=f"delegate {effect.delegate} -> {effect.definition}",

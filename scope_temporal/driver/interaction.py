@@ -17,6 +17,9 @@ every engine:
  4. At a round boundary with nothing in flight the run may continue as new, if the
     state fits in the next run's input.
  5. Cancelled, it cancels its children and the background tasks its calls launched.
+ 6. It reports what happens to the tree's event stream (`interaction.news`): the effects
+    it starts, each model outcome, then, before each next step, what settled since. The
+    root hosts the stream; a delegate reports to its root's (`events_to`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any, assert_never
 
 from scope_temporal import errors, names
 from scope_temporal.driver.calls import run_delegate, run_tool_call
+from scope_temporal.driver.carry import CarryCheck, carried
 from scope_temporal.driver.inputs import check_size, check_steer_room, settlement_for
 from scope_temporal.driver.model_calls import ModelCaller
 from scope_temporal.driver.start import changed_definition
@@ -38,10 +42,10 @@ from scope_temporal.interaction.effects import (
     StartDelegate,
     StartToolCall,
 )
+from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
 from scope_temporal.outputs import Failure, Output
-from scope_temporal.payload_limits import size_of
 from scope_temporal.payloads import (
     ContextPage,
     ContextPageRequest,
@@ -52,8 +56,6 @@ from scope_temporal.payloads import (
     SteerInput,
     ToolInputAnswer,
 )
-
-_CARRY_RETRY_CALLS = 20
 
 
 class InteractionDriver:
@@ -79,6 +81,8 @@ class InteractionDriver:
         self._transport = transport
         self._input = input
         self._models = ModelCaller(input.context_sent)
+        self._news = machine.news()
+        self._events_to = input.events_to or machine.process_id
         self._settings = input.settings
         self._provisional_limit = limit
         self._held: list[Callable[[], None]] = []  # signals that came before the settings
@@ -87,7 +91,7 @@ class InteractionDriver:
         self._dirty = False
         self._crash: BaseException | None = None
         self._reported_status = "running"  # what the client set at start
-        self._carry_checked_until = 0  # see _can_carry
+        self._carry = CarryCheck()
 
     # --- the run ---------------------------------------------------------------------
 
@@ -121,6 +125,7 @@ class InteractionDriver:
             await self._drive()
         except asyncio.CancelledError:
             machine.cancel()
+            self._publish(self._news.settled())
             self._track()
             for task in self._tasks:
                 task.cancel()
@@ -134,12 +139,16 @@ class InteractionDriver:
         machine, transport = self.machine, self._transport
         calls_at_start = machine.model_calls_started
         while True:
+            self._publish(self._news.settled())
             if machine.at_round_boundary and not self._tasks:
                 every = self._input.continue_as_new_every
                 due = every is not None and machine.model_calls_started - calls_at_start >= every
                 if (due or transport.continue_as_new_suggested()) and self._can_carry():
                     await transport.continue_as_new(self._carried())
-            for effect in machine.next_effects():
+            steers = machine.pending_steers
+            effects = machine.next_effects()
+            self._publish(self._news.started(effects, steers))
+            for effect in effects:
                 self._start(effect)
             self._track()
             if self._crash is not None and not machine.done:
@@ -152,13 +161,14 @@ class InteractionDriver:
             self._dirty = False
 
     def _start(self, effect: CallModel | StartToolCall | StartDelegate) -> None:
-        machine, transport = self.machine, self._transport
+        machine, transport, to = self.machine, self._transport, self._events_to
         match effect:
             case CallModel():
-                self._spawn(self._models.call(machine, effect, transport, self.limit))
+                self._spawn(self._call_model(effect))
             case StartToolCall():
+                calls = self._children
                 self._spawn(
-                    run_tool_call(machine, effect.request, transport, self._children, self.limit)
+                    run_tool_call(machine, effect.request, transport, calls, self.limit, to)
                 )
             case StartDelegate():
                 settings = self._settings
@@ -170,41 +180,34 @@ class InteractionDriver:
                         self._children,
                         served=settings.delegates if settings is not None else (),
                         track_status=self._input.track_status,
+                        events_to=to,
                     )
                 )
             case _:
                 assert_never(effect)
 
+    async def _call_model(self, effect: CallModel) -> None:
+        outcome = await self._models.call(
+            self.machine, effect, self._transport, self.limit, events_to=self._events_to
+        )
+        if outcome is not None:
+            self._publish(self._news.model(effect.request, outcome))
+
+    def _publish(self, events: list[Event]) -> None:
+        if events:
+            self._transport.publish(events)
+
     def _carried(self) -> InteractionInput:
-        """The next run's input: the whole state (context, counters, steer mailbox)."""
-        return InteractionInput(
-            definition=self._input.definition,
-            track_status=self._input.track_status,
-            continue_as_new_every=self._input.continue_as_new_every,
-            state=self.machine.state,
+        return carried(
+            self._input,
+            self.machine,
             context_sent=self._models.context_sent,
             settings=self._settings,
         )
 
     def _can_carry(self) -> bool:
-        """Whether the state fits in the next run's input (under the payload limit).
-
-        If not (a huge conversation and no external storage), this run goes on instead:
-        its history still grows by one round at a time, and the check is repeated only
-        every `_CARRY_RETRY_CALLS` model calls, so it never costs a copy per round.
-        """
-        machine = self.machine
-        if machine.model_calls_started < self._carry_checked_until:
-            return False
-        size = size_of(self._carried())
-        if size <= self.limit:
-            return True
-        self._carry_checked_until = machine.model_calls_started + _CARRY_RETRY_CALLS
-        self._transport.warn(
-            f"not continuing as new: the state is {size} bytes, over the payload limit of "
-            f"{self.limit}; configure storage= on the worker to offload it"
-        )
-        return False
+        """Whether the state fits in the next run's input (see `carry`)."""
+        return self._carry.fits(self.machine, self._carried(), self.limit, self._transport)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = self._transport.spawn(work)
@@ -307,6 +310,7 @@ class InteractionDriver:
             settlement = settlement_for(input, ModelSettlement, self.limit)
             self.machine.resolve(settlement)
             self._transport.record_settlement(settlement)
+            self._publish(self._news.model(settlement.request, settlement))
         except ScopeError as error:
             self.machine.record_rejected(input.signal_id, "resolve", error)
         self._touch()
@@ -322,6 +326,7 @@ class InteractionDriver:
         await self._transport.wait_until(lambda: not machine.model_in_flight)
         machine.resolve(settlement)
         self._transport.record_settlement(settlement)
+        self._publish(self._news.model(settlement.request, settlement))
         self._touch()
 
     def tool_input_signal(self, input: ToolInputAnswer) -> None:

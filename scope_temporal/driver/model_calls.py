@@ -14,7 +14,7 @@ from scope_temporal.chat import Message
 from scope_temporal.context_refs import ContextChain
 from scope_temporal.driver.inputs import oversized
 from scope_temporal.driver.transport import InteractionTransport, Lost
-from scope_temporal.interaction.effects import CallModel, ModelUnknown
+from scope_temporal.interaction.effects import CallModel, ModelOutcome, ModelUnknown
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.payloads import ContextPage, ContextPageRequest, ModelActivityInput
 
@@ -47,8 +47,15 @@ class ModelCaller:
         effect: CallModel,
         transport: InteractionTransport,
         limit: int,
-    ) -> None:
-        """Run one model Effect and settle it on the machine (unknown if no data came back)."""
+        *,
+        events_to: str,
+    ) -> ModelOutcome | None:
+        """Run one model Effect and settle it on the machine (unknown if no data came back).
+
+        Returns:
+            The outcome fed to the machine (None when none was: the request was refused,
+            or the Interaction ended meanwhile).
+        """
         request = effect.request
         kept = self._sent.sync(request.messages)
         prefix = self._sent.ref(min(kept, self._context_sent))
@@ -58,6 +65,7 @@ class ModelCaller:
             prefix=prefix,
             advertised=machine.advertised,
             heartbeat=machine.definition.model_heartbeat_timeout,
+            events_to=events_to,
         )
         # Only what is new crosses the engine; the whole conversation may outgrow a
         # payload (the model's own context window is its bound), a single new message may not.
@@ -70,7 +78,9 @@ class ModelCaller:
         )
         if refused is not None:
             machine.fail(errors.PAYLOAD_TOO_LARGE, refused)
-            return
+            return None
+        # the call's text follows its model_started event in the stream
+        await transport.flush_events()
         # raises CancelledError when the Interaction is being cancelled (the driver ends it)
         result = await transport.run_model(
             payload,
@@ -78,11 +88,16 @@ class ModelCaller:
             timeout=machine.definition.model_timeout,
             summary=model_summary(request.model_call_seq, request.model),
         )
-        if isinstance(result, Lost):
-            result = ModelUnknown(effect_id=request.effect_id, diagnostic=result.diagnostic)
-        if not machine.done:
-            machine.on_model(result)
-            transport.record_outcome(request, result)
+        outcome = (
+            ModelUnknown(effect_id=request.effect_id, diagnostic=result.diagnostic)
+            if isinstance(result, Lost)
+            else result
+        )
+        if machine.done:
+            return None
+        machine.on_model(outcome)
+        transport.record_outcome(request, outcome)
+        return outcome
 
     def page(self, query: ContextPageRequest) -> ContextPage:
         """Messages [start, end) of the latest model call, at most about `max_bytes`."""

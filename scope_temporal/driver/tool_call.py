@@ -3,7 +3,9 @@
 It runs the attempts the machine asks for, one at a time (never retried), feeds each
 outcome back, and maps the host's inputs onto the machine: an answer to its input wait,
 a settlement of its unknown outcome, pause and resume. A steer is never for a tool call.
-Its result is exactly one definite settlement, or the failure that ended it.
+Its result is exactly one definite settlement, or the failure that ended it. It reports
+its input wait and its unknown outcome to the tree's event stream (before it settles:
+they precede the call's settlement there).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from scope_temporal.driver.inputs import check_size, settlement_for
 from scope_temporal.driver.transport import ToolCallTransport
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import CallSettled, ToolSettlement
+from scope_temporal.interaction.news import ToolCallNews
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
 from scope_temporal.interaction.tool_call import ToolCallMachine
 from scope_temporal.outputs import Failure
@@ -46,6 +49,7 @@ class ToolCallDriver:
         self._input = input
         self._transport = transport
         self._limit = input.payload_limit if input.payload_limit is not None else limit
+        self._news = ToolCallNews()
 
     async def run(self) -> CallSettled | Failure:
         """Run attempts until the call is settled: its settlement, or the failure of a
@@ -74,6 +78,7 @@ class ToolCallDriver:
                     attempt,
                     start_to_close=input.start_to_close,
                     heartbeat=input.heartbeat,
+                    events_to=input.events_to,
                 )
                 with contextlib.suppress(ScopeError):  # a crash: the machine has failed closed
                     machine.on_outcome(outcome)
@@ -83,12 +88,15 @@ class ToolCallDriver:
             machine.cancel()
             raise
         self._show()
+        await transport.flush_events()
         if machine.outcome is None:
             return machine.failure or Failure.of(errors.STATE_INVALID, "no settlement")
         return CallSettled(effect_id=input.request.effect_id, outcome=machine.outcome)
 
     def _show(self) -> None:
+        """Show the live status; report what is new."""
         snap = self.machine.snapshot()
+        self._transport.publish(self._news.step(snap))
         detail = f"**{snap.status}** · entries {snap.tool_entries}"
         if snap.pending_tool_inputs:
             wait = snap.pending_tool_inputs[0]

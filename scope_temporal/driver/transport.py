@@ -6,6 +6,9 @@ activity code called in-process, child processes as tasks). A transport only car
 starts what it is asked to and reports what came back as data. Every rule lives in the
 drivers, which are the same code on both engines.
 
+Every process reports what happens in it to its tree's event stream (`publish`): the
+root hosts the stream, the other processes of the tree send to it.
+
 A transport method reports a lost operation (an activity that returned no data, a child
 that ended without a result) as a value, never as an exception, except one: when the
 process itself is being cancelled it raises `asyncio.CancelledError`, and the driver
@@ -15,7 +18,7 @@ ends the process as canceled.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NoReturn, Protocol
@@ -28,6 +31,7 @@ from scope_temporal.interaction.effects import (
     ToolEffectRequest,
     ToolSettlement,
 )
+from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.task_values import AttemptReport
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
@@ -97,6 +101,16 @@ class Host(Protocol):
 
     def warn(self, message: str) -> None:
         """Tell the operator (never again on replay)."""
+        ...
+
+    def publish(self, events: Sequence[Event]) -> None:
+        """Carry `events` to the tree's event stream, in order; never blocks, never fails
+        the process (events are news: one that cannot be delivered is dropped)."""
+        ...
+
+    async def flush_events(self) -> None:
+        """Return once every event published so far is in the stream (at once where
+        publishing is immediate)."""
         ...
 
 

@@ -6,13 +6,14 @@ from typing import assert_never
 
 from scope_temporal.definition import Definition
 from scope_temporal.ids import task_id, tool_call_ref
+from scope_temporal.interaction.news import InteractionNews
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
     ProcessSnapshot,
     Status,
     UnknownEffect,
 )
-from scope_temporal.interaction.state import TERMINAL_PHASES, InteractionState
+from scope_temporal.interaction.state import TERMINAL_PHASES, InteractionState, SteerEnvelope
 from scope_temporal.outputs import Failure, Output
 
 
@@ -188,6 +189,15 @@ class InteractionView:
     def queued_message_bytes(self) -> int:
         """JSON bytes of what the next model call would send, before its tool manifest."""
         return _queued_message_bytes(self._state)
+
+    @property
+    def pending_steers(self) -> tuple[SteerEnvelope, ...]:
+        """The steers queued for the next model call, in arrival order."""
+        return tuple(self._state.mailbox)
+
+    def news(self) -> InteractionNews:
+        """What this Interaction reports from now on (see `news`)."""
+        return InteractionNews(lambda: self._state)
 
     def snapshot(self) -> ProcessSnapshot:
         return interaction_snapshot(self._state)

@@ -34,6 +34,7 @@ from scope_temporal.interaction.effects import (
     ModelSettlement,
     ToolSettlement,
 )
+from scope_temporal.interaction.events import Event, TextEvent
 from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveText, LiveTextBuffer
 from scope_temporal.observers import ObserverHub
@@ -49,6 +50,7 @@ from scope_temporal.payloads import (
     ToolInputAnswer,
 )
 from scope_temporal.registry import Registry
+from scope_temporal.testing.local_events import EventLog
 from scope_temporal.testing.local_tasks import LocalTasks
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.outcome import AttemptOutcome
@@ -91,10 +93,11 @@ class _ContinueAsNew(Exception):
 class LocalEngine:
     """The processes of one local run, and the tasks they run as."""
 
-    def __init__(self, runner: LocalWorker) -> None:
+    def __init__(self, runner: LocalWorker, root_id: str) -> None:
         self.runner = runner
         self.processes: dict[str, Process] = {}
         self.live: dict[str, LiveText] = {}  # streamed text of model calls in flight
+        self.log = EventLog(root_id)
         self.transport = LocalTransport(self)
         self.tasks = LocalTasks(runner.tools, self.spawn, self.transport)
         self.idle = asyncio.Event()
@@ -228,6 +231,12 @@ class LocalTransport:
     def warn(self, message: str) -> None:
         _log.warning(message)
 
+    def publish(self, events: Sequence[Event]) -> None:
+        self._engine.log.publish(events)
+
+    async def flush_events(self) -> None:
+        """Published events are in the log at once."""
+
     def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
         """No metrics in-process."""
 
@@ -251,6 +260,8 @@ class LocalTransport:
         def publish(text: str) -> None:
             streamed.add(text)
             live[request.process_id] = streamed.current()
+            seq = request.model_call_seq
+            self.publish([TextEvent(process_id=request.process_id, model_call_seq=seq, text=text)])
 
         try:
             return await model_once(

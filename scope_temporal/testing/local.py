@@ -10,7 +10,7 @@ every rule of the loop behave as on Temporal, and users' agent tests run in mill
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from scope_temporal import errors
@@ -21,6 +21,7 @@ from scope_temporal.definition import Definition
 from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.errors import InteractionCanceled, InteractionFailed
 from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
+from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
@@ -109,12 +110,13 @@ class LocalRun:
     def __init__(self, runner: LocalRunner, run_id: str) -> None:
         self.runner = runner
         self.id = run_id
-        self.engine = LocalEngine(runner)
+        self.engine = LocalEngine(runner, run_id)
         self.tasks = self.engine.tasks
         self._run: asyncio.Task[Output | Failure] | None = None
 
     def _started(self, root: InteractionDriver) -> None:
         self._run = self.engine.spawn(self.engine.run_interaction(root))
+        self._run.add_done_callback(lambda _: self.engine.log.close())
 
     @property
     def _root(self) -> InteractionDriver:
@@ -141,6 +143,16 @@ class LocalRun:
         """Wait until nothing is in flight (done, or waiting on the host); return a snapshot."""
         await asyncio.wait_for(self.engine.idle.wait(), timeout)
         return self.snapshot()
+
+    def events(self, after: int | None = None) -> AsyncIterator[Event]:
+        """The run's events as they happen, from after offset `after` (from the first
+        when None), up to the root's `completed`, `failed` or `canceled` (as
+        `InteractionHandle.events`; here each streamed piece of text is its own event).
+
+        Raises:
+            EventOffsetError: `after` is beyond the last event.
+        """
+        return self.engine.log.read(after)
 
     async def live_text(self, process_id: str | None = None) -> LiveText | None:
         """What the model call in flight has streamed so far (as `InteractionHandle`)."""

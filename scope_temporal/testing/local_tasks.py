@@ -8,7 +8,7 @@ attempt that raises is lost at once (no Temporal retry), and nothing survives th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +17,7 @@ from scope_temporal.background.materializer import MemoryMaterializer
 from scope_temporal.background.runtime import BackgroundRuntime, LiveRuns
 from scope_temporal.driver.background_task import TaskDriver
 from scope_temporal.driver.transport import Host
+from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
 from scope_temporal.interaction.task_values import AttemptReport
 from scope_temporal.payloads import TaskAttemptInput, TaskInput, TaskReport, ToolInputAnswer
@@ -88,6 +89,12 @@ class _TaskTransport:
 
     def warn(self, message: str) -> None:
         self._host.warn(message)
+
+    def publish(self, events: Sequence[Event]) -> None:
+        self._host.publish(events)
+
+    async def flush_events(self) -> None:
+        """Published events are in the log at once."""
 
     def start_attempt(
         self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str

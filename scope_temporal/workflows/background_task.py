@@ -22,6 +22,7 @@ from scope_temporal.driver.background_task import TaskDriver
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
 from scope_temporal.payloads import TaskCancelInput, TaskInput, TaskReport, ToolInputAnswer
+from scope_temporal.workflows.events import NoEvents, SentEvents
 from scope_temporal.workflows.outcomes import update_rejection
 from scope_temporal.workflows.temporal import TemporalTransport
 
@@ -34,7 +35,8 @@ class BackgroundTaskWorkflow:
 
     @workflow.init
     def __init__(self, input: TaskInput) -> None:
-        self._driver = TaskDriver(input, TemporalTransport())
+        events = SentEvents(input.events_to) if input.events_to is not None else NoEvents()
+        self._driver = TaskDriver(input, TemporalTransport(events))
 
     @workflow.run
     async def run(self, input: TaskInput) -> TaskSnapshot:

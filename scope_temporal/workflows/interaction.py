@@ -17,6 +17,7 @@ from scope_temporal import errors, names
 from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.driver.start import open_machine, settings_of
 from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.events import FailedEvent
 from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
@@ -30,6 +31,7 @@ from scope_temporal.payloads import (
     ToolInputAnswer,
 )
 from scope_temporal.workflows import inputs, serving
+from scope_temporal.workflows.events import SentEvents, TreeStream
 from scope_temporal.workflows.outcomes import failure_error, update_rejection
 from scope_temporal.workflows.temporal import TemporalTransport
 
@@ -60,27 +62,41 @@ class InteractionWorkflow:
         opened = open_machine(input, info.workflow_id, served, f"task queue {info.task_queue!r}")
         self._startup_failure: Failure | None = None
         self._driver: InteractionDriver | None = None
+        # A root hosts its tree's event stream (its handlers exist from the first task on).
+        events = (
+            TreeStream(input.stream) if input.events_to is None else SentEvents(input.events_to)
+        )
+        self._transport = TemporalTransport(events)
         if isinstance(opened, Failure):
             self._startup_failure = opened
         else:
             self._driver = InteractionDriver(
-                opened, TemporalTransport(), input, limit=served.payload_limit
+                opened, self._transport, input, limit=served.payload_limit
             )
 
     @workflow.run
     async def run(self, input: InteractionInput) -> Output:
         driver = self._driver
         if driver is None:
-            raise failure_error(
-                self._startup_failure or Failure.of(errors.STATE_INVALID, "did not start")
-            )
-        failure = driver.begin(input.settings or await self._record(driver))
-        if failure is not None:
-            raise failure_error(failure)
-        result = await driver.run()
+            startup = self._startup_failure or Failure.of(errors.STATE_INVALID, "did not start")
+            raise await self._failed(startup)
+        changed = driver.begin(input.settings or await self._record(driver))
+        if changed is not None:
+            raise await self._failed(changed)
+        try:
+            result = await driver.run()
+        finally:  # completed, failed or cancelled: its last events go out first
+            await self._transport.close_events()
         if isinstance(result, Failure):
             raise failure_error(result)
         return result
+
+    async def _failed(self, failure: Failure) -> Exception:
+        """The error to fail with before the machine ran, its event published."""
+        event = FailedEvent(process_id=workflow.info().workflow_id, failure=failure)
+        self._transport.publish([event])
+        await self._transport.close_events()
+        return failure_error(failure)
 
     async def _record(self, driver: InteractionDriver) -> RunSettings:
         """The run's settings, recorded in history as a local activity's result: a replay

@@ -9,7 +9,7 @@ into data (`Lost`, `Refused`, `Ended`); the drivers decide what it means.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import timedelta  # deterministic: a value type, no clock
 from typing import Any, NoReturn, TypeVar
 
@@ -43,6 +43,7 @@ from scope_temporal.interaction.effects import (
     ModelUnknown,
     ToolSettlement,
 )
+from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.task_values import AttemptReport
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
@@ -64,6 +65,7 @@ from scope_temporal.tools.outcome import (
     Succeeded,
     Unknown,
 )
+from scope_temporal.workflows.events import NoEvents, Outlet, TreeStream
 
 R = TypeVar("R")
 
@@ -114,7 +116,15 @@ def _lost(error: ActivityError) -> Lost:
 
 
 class TemporalTransport:
-    """The transport of every scope-temporal workflow (see `driver.transport`)."""
+    """The transport of every scope-temporal workflow (see `driver.transport`).
+
+    Args:
+        events: where the workflow's events go: the stream it hosts (a root), the root
+            it sends them to, or nowhere (a process from before the stream).
+    """
+
+    def __init__(self, events: Outlet | None = None) -> None:
+        self.events: Outlet = events if events is not None else NoEvents()
 
     # --- waiting and showing ---------------------------------------------------------
 
@@ -129,6 +139,16 @@ class TemporalTransport:
 
     def warn(self, message: str) -> None:
         workflow.logger.warning(message)
+
+    def publish(self, events: Sequence[Event]) -> None:
+        self.events.publish(events)
+
+    async def flush_events(self) -> None:
+        await self.events.flush()
+
+    async def close_events(self) -> None:
+        """At the end of the run: every event sent, and a hosted stream's readers served."""
+        await self.events.close()
 
     def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
         workflow_counters.record_outcome(request, outcome)
@@ -230,7 +250,10 @@ class TemporalTransport:
         return workflow.info().is_continue_as_new_suggested()
 
     async def continue_as_new(self, input: InteractionInput) -> NoReturn:
+        await self.events.close()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        if isinstance(self.events, TreeStream):  # the next run hosts the stream on
+            input = input.model_copy(update={"stream": self.events.carried()})
         workflow.continue_as_new(input)
 
     # --- background attempts ---------------------------------------------------------

@@ -18,6 +18,7 @@ from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.outputs import Failure
 from scope_temporal.payloads import ControlInput, ResolveInput, ToolCallInput, ToolInputAnswer
 from scope_temporal.workflows import inputs, serving
+from scope_temporal.workflows.events import NoEvents, SentEvents
 from scope_temporal.workflows.outcomes import failure_error, update_rejection
 from scope_temporal.workflows.temporal import TemporalTransport
 
@@ -36,8 +37,9 @@ class ToolCallWorkflow:
     @workflow.init
     def __init__(self, input: ToolCallInput) -> None:
         # Built before any handler runs: an early answer or query finds the driver.
+        events = SentEvents(input.events_to) if input.events_to is not None else NoEvents()
         self._driver = ToolCallDriver(
-            input, TemporalTransport(), limit=serving.current().payload_limit
+            input, TemporalTransport(events), limit=serving.current().payload_limit
         )
 
     @workflow.run

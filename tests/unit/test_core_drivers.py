@@ -136,6 +136,12 @@ class _BrokenTransport:
     def warn(self, message: str) -> None:  # pragma: no cover - nothing to warn about
         pass
 
+    def publish(self, events: Any) -> None:
+        pass
+
+    async def flush_events(self) -> None:
+        pass
+
     async def run_tool(self, input: Any, *, start_to_close: Any, summary: str) -> Any:
         return InputRequired.model_construct(kind="input_required")  # no prompt, no schema
 

@@ -1,0 +1,63 @@
+"""Continue-as-new of an Interaction run, on any engine: what the next run carries, and
+whether it fits.
+
+The next run's input carries the whole state (context, counters, steer mailbox), the
+settings the first run recorded, and where the tree's events go. It must fit under the
+payload limit: if not (a huge conversation and no external storage), the run goes on
+instead; its history still grows by one round at a time, and the check is repeated only
+every `RETRY_CALLS` model calls, so it never costs a copy per round.
+"""
+
+from __future__ import annotations
+
+from scope_temporal.driver.transport import Host
+from scope_temporal.interaction.machine import InteractionMachine
+from scope_temporal.payload_limits import size_of
+from scope_temporal.payloads import InteractionInput, RunSettings
+
+RETRY_CALLS = 20
+
+
+def carried(
+    input: InteractionInput,
+    machine: InteractionMachine,
+    *,
+    context_sent: int,
+    settings: RunSettings | None,
+) -> InteractionInput:
+    """The next run's input, continuing the run that started from `input`."""
+    return InteractionInput(
+        definition=input.definition,
+        track_status=input.track_status,
+        continue_as_new_every=input.continue_as_new_every,
+        state=machine.state,
+        context_sent=context_sent,
+        settings=settings,
+        events_to=input.events_to,
+    )
+
+
+class CarryCheck:
+    """Whether the next run's input fits, checked at most every `RETRY_CALLS` model
+    calls once it did not."""
+
+    def __init__(self) -> None:
+        self._checked_until = 0
+
+    def fits(
+        self, machine: InteractionMachine, next_input: InteractionInput, limit: int, host: Host
+    ) -> bool:
+        if machine.model_calls_started < self._checked_until:
+            return False
+        size = size_of(next_input)
+        if size <= limit:
+            return True
+        self._checked_until = machine.model_calls_started + RETRY_CALLS
+        host.warn(
+            f"not continuing as new: the state is {size} bytes, over the payload limit of "
+            f"{limit}; configure storage= on the worker to offload it"
+        )
+        return False
+
+
+__all__ = ["RETRY_CALLS", "CarryCheck", "carried"]
