@@ -1,53 +1,70 @@
-"""Follow a running Interaction tree live by polling its snapshot, and print what happens.
+"""Follow a running Interaction tree live through its event stream, and print what happens.
 
-Shown as it appears: the text a model streams while it answers (when its adapter
-streams), each model response (what it decided), each child started, each settled result
-with its disposition, steers and validator feedback, background tasks (launched, each new
-progress headline, how they ended), tool input requests (answered at the terminal when an
-answerer is given), unknown effects with the exact `resolve` command, and finally the
-output or the failure.
+Shown as it happens: the text a model streams while it answers (when its adapter
+streams), each model response (what it decided), each call and delegate started, each
+round's results with their dispositions (in call order, once the round is complete),
+steers and validator feedback, background tasks (launched, each new progress headline,
+how they ended), tool input requests (answered at the terminal when an answerer is given),
+unknown effects with the exact `resolve` command, and finally the output or the failure.
+Nothing is polled: each line is an event of the stream (`InteractionHandle.events`); a
+dropped connection resumes from the last offset read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
 
 import click
-from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from scope_temporal.cli._answers import Answerer
 from scope_temporal.cli._render import (
     INDENT,
     answer_command,
     call_label,
-    call_of,
-    child_position,
     depth,
+    effect_label,
     model_line,
     output_lines,
-    resolve_command,
     result_line,
+    settle_command,
     shorten,
     task_line,
-    unknown_label,
 )
 from scope_temporal.client import InteractionHandle
-from scope_temporal.errors import InteractionCanceled, InteractionFailed, NoSuchWait, ScopeError
-from scope_temporal.interaction.snapshot import ProcessSnapshot, TaskSnapshot, TreeSnapshot
+from scope_temporal.errors import (
+    EventOffsetError,
+    InteractionCanceled,
+    InteractionFailed,
+    InteractionNotFound,
+    NoSuchWait,
+    ScopeError,
+)
+from scope_temporal.ids import ToolCallRef
+from scope_temporal.interaction.events import (
+    CompletedEvent,
+    Event,
+    FailedEvent,
+    FeedbackEvent,
+    ModelSettledEvent,
+    SteerAppliedEvent,
+    TaskProgressEvent,
+    TextEvent,
+    ToolSettledEvent,
+    ToolStartedEvent,
+    UnknownOpenedEvent,
+    WaitOpenedEvent,
+)
+from scope_temporal.interaction.snapshot import PendingToolInput, TaskSnapshot
 from scope_temporal.outputs import Output
 
-_CLOSED = {
-    WorkflowExecutionStatus.COMPLETED,
-    WorkflowExecutionStatus.FAILED,
-    WorkflowExecutionStatus.CANCELED,
-    WorkflowExecutionStatus.TERMINATED,
-    WorkflowExecutionStatus.TIMED_OUT,
-}
+_RECONNECT_DELAYS = (0.5, 1.0, 2.0, 4.0)
+"""Seconds before each try to follow again after the connection dropped."""
 
 
 @dataclass
@@ -59,15 +76,9 @@ class Outcome:
     error: str | None = None
 
 
-@dataclass
-class _Seen:
-    messages: dict[str, int] = field(default_factory=dict)
-    children: set[str] = field(default_factory=set)
-    results: set[str] = field(default_factory=set)
-    waits: set[str] = field(default_factory=set)
-    unknowns: set[str] = field(default_factory=set)
-    tasks: dict[str, tuple[str, int]] = field(default_factory=dict)
-    """Task id -> (status, progress events) last shown."""
+class _Stop(Exception):
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
 
 
 class Follower:
@@ -76,7 +87,6 @@ class Follower:
     Args:
         handle: the Interaction.
         answer: answers tool input waits (e.g. at the terminal); None prints how to answer.
-        poll: seconds between snapshots.
         stop_unanswered: end (status `waiting`) when the answerer leaves a wait open,
             instead of following on until someone answers it.
         command_args: connection options appended to the commands it prints.
@@ -87,77 +97,177 @@ class Follower:
         handle: InteractionHandle,
         *,
         answer: Answerer | None = None,
-        poll: float = 0.25,
         stop_unanswered: bool = False,
         command_args: Sequence[str] = (),
     ) -> None:
         self.handle = handle
         self.answer = answer
-        self.poll = poll
         self.stop_unanswered = stop_unanswered
         self.command_args = tuple(command_args)
-        self._unanswered: str | None = None
-        self._seen = _Seen()
-        self._names: dict[str, str] = {}
-        self._streamed: dict[tuple[str, int], int] = {}  # characters printed per model call
+        self._names: dict[str, str] = {}  # Interaction -> its Definition
+        self._calls: dict[str, ToolStartedEvent] = {}  # child process -> its start
+        self._round_sizes: dict[tuple[str, int], int] = {}  # (Interaction, seq) -> calls
+        self._results: dict[tuple[str, int], list[ToolSettledEvent]] = {}
+        self._tasks: dict[str, TaskSnapshot] = {}
         self._open_stream: tuple[str, int] | None = None  # the line streamed text goes on
+        self._last = -1  # offset of the last event handled
 
     async def follow(self) -> Outcome:
-        while True:
-            tree = await self._snapshot()
-            if tree is None:
-                ended = await self._ended()
-                if ended is not None:
-                    return ended
-            else:
-                for process in tree.processes:
-                    if process.kind == "interaction":
-                        self._progress(tree, process)
-                        if process.status == "running":
-                            await self._stream(process.process_id)
-                self._tasks(tree.tasks)
-                self._unknowns(tree)
-                await self._waits(tree)
-                if self._unanswered is not None and self.stop_unanswered:
-                    return Outcome("waiting", error=self._unanswered)
-                if tree.root.status in ("completed", "failed", "canceled"):
-                    return await self._finish(tree)
-            await asyncio.sleep(self.poll)
+        try:
+            async with contextlib.aclosing(self._events()) as events:
+                async for event in events:
+                    self._last = event.offset
+                    await self._show(event)
+        except _Stop as stop:
+            return stop.outcome
+        return await self._result()  # the stream ended without the root's end
 
-    def _unknowns(self, tree: TreeSnapshot) -> None:
-        for process in tree.processes:
-            for unknown in process.unknown_effects:
-                if unknown.effect_id in self._seen.unknowns:
-                    continue
-                self._seen.unknowns.add(unknown.effect_id)
-                command = resolve_command(self.handle.id, unknown, self.command_args)
+    async def _events(self) -> AsyncGenerator[Event, None]:
+        """The stream from the last offset handled on; reconnects when the connection
+        drops (a few times, with a pause)."""
+        for delay in (*_RECONNECT_DELAYS, None):
+            after = self._last if self._last >= 0 else None
+            try:
+                async for event in self.handle.events(after=after):
+                    yield event
+                return
+            except InteractionNotFound:
+                raise click.ClickException(f"no interaction {self.handle.id!r}") from None
+            except EventOffsetError:
+                raise
+            except (RPCError, ScopeError):
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+
+    async def _show(self, event: Event) -> None:
+        pid = event.process_id
+        match event.kind:
+            case "text":
+                assert isinstance(event, TextEvent)
+                self._stream(event)
+            case "model_settled":
+                assert isinstance(event, ModelSettledEvent)
+                if event.message is not None:
+                    self._round_sizes[(pid, event.model_call_seq)] = len(event.message.tool_calls)
+                    self._say(pid, [model_line(event.model_call_seq, event.message)])
+            case "tool_started":
+                assert isinstance(event, ToolStartedEvent)
+                self._calls[event.child_id] = event
+                if event.definition is not None:
+                    self._names[event.child_id] = event.definition
+                what = call_label(event.call, 24)
+                self._say(pid, [f"{INDENT}▶ {event.target} {what} started"])
+            case "tool_settled":
+                assert isinstance(event, ToolSettledEvent)
+                self._settled(event)
+            case "steer_applied":
+                assert isinstance(event, SteerAppliedEvent)
+                for message in event.messages:
+                    self._say(pid, [f"✎ steer: {shorten(message.text, 100)}"])
+            case "feedback":
+                assert isinstance(event, FeedbackEvent)
+                text = shorten(event.text, 100)
+                self._say(pid, [f"✎ completion validator sent the reply back: {text}"])
+            case "task_progress":
+                assert isinstance(event, TaskProgressEvent)
+                self._task(event.task)
+            case "unknown_opened":
+                assert isinstance(event, UnknownOpenedEvent)
+                self._unknown(event)
+            case "wait_opened":
+                assert isinstance(event, WaitOpenedEvent)
+                await self._wait(event.wait)
+            case "completed" | "failed" | "canceled" if pid == self.handle.id:
+                raise _Stop(await self._finish(event))
+            case _:
+                pass  # model_started, waits answered, unknowns settled, a delegate's end
+
+    def _settled(self, event: ToolSettledEvent) -> None:
+        """A round's results are shown together, in call order, once all are in."""
+        pid = event.process_id
+        key = (pid, ToolCallRef.parse(event.ref).model_call_seq)
+        results = self._results.setdefault(key, [])
+        results.append(event)
+        if len(results) < self._round_sizes.get(key, 0):
+            return
+        for settled in sorted(results, key=lambda e: e.entry.call_index):
+            line = result_line(settled.entry, delegate=settled.delegate)
+            self._say(pid, [INDENT + line])
+        del self._results[key]
+
+    def _task(self, task: TaskSnapshot) -> None:
+        """A line when a task starts, when its progress headline moves, and when it ends."""
+        shown = self._tasks.get(task.task_id)
+        if shown is not None and (shown.status, shown.progress.events) == (
+            task.status,
+            task.progress.events,
+        ):
+            return
+        if shown is None:
+            self._say(task.task_id, [f"{INDENT}⇢ {task.tool} continues in the background"])
+        self._tasks[task.task_id] = task
+        self._say(task.task_id, [INDENT + task_line(task)])
+
+    def _unknown(self, event: UnknownOpenedEvent) -> None:
+        command = settle_command(
+            self.handle.id, event.effect_id, event.effect_kind, self.command_args
+        )
+        label = effect_label(event.call, event.model_call_seq, event.definition)
+        self._say(
+            event.process_id,
+            [
+                f"! outcome unknown: {label}",
+                f"{INDENT}why: {shorten(event.diagnostic, 110)}",
+                f"{INDENT}nothing is retried; investigate, then settle it with:",
+                f"{INDENT}{command}",
+            ],
+        )
+
+    async def _wait(self, wait: PendingToolInput) -> None:
+        started = self._calls.get(wait.process_id)
+        task = self._tasks.get(wait.process_id)
+        name = started.call.name if started else task.tool if task else wait.process_id
+        how = f"answer it with: {answer_command(self.handle.id, wait, self.command_args)}"
+        if self.answer is None:
+            self._say(wait.process_id, [f"? {name} asks: {wait.prompt_text}", INDENT + how])
+            return
+        while True:
+            self._end_stream_line()
+            value = await self.answer(wait, name)
+            if value is None:
+                unanswered = f"{name} is waiting for input; {how}"
+                self._echo(f"{INDENT}left open; {unanswered}")
+                if self.stop_unanswered:
+                    raise _Stop(Outcome("waiting", error=unanswered))
+                return
+            try:
+                await self.handle.answer(wait, f"cli-{uuid.uuid4().hex[:8]}", value)
+            except NoSuchWait:
+                self._echo(f"{INDENT}(already answered elsewhere)")
+            except ScopeError as error:
+                self._echo(f"{INDENT}✗ refused: {error}")
+                continue  # ask again
+            else:
+                self._echo(f"{INDENT}→ answer sent")
+            return
+
+    async def _finish(self, event: Event) -> Outcome:
+        for task in self._tasks.values():
+            if not task.ended:
                 self._say(
-                    process.process_id,
+                    task.task_id,
                     [
-                        f"! outcome unknown: {unknown_label(unknown)}",
-                        f"{INDENT}why: {shorten(unknown.diagnostic, 110)}",
-                        f"{INDENT}nothing is retried; investigate, then settle it with:",
-                        f"{INDENT}{command}",
+                        f"{INDENT}(task {task.task_id} goes on in the background; look at it "
+                        f"with: scope-temporal inspect {self.handle.id})"
                     ],
                 )
-
-    async def _snapshot(self) -> TreeSnapshot | None:
-        try:
-            return await asyncio.wait_for(self.handle.snapshot(), 15)
-        except (ScopeError, WorkflowQueryFailedError, TimeoutError):
-            return None  # not started yet, or closed without a queryable state
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
-                raise click.ClickException(f"no interaction {self.handle.id!r}") from None
-            return None
-
-    async def _ended(self) -> Outcome | None:
-        try:
-            status = await self.handle.status()
-        except RPCError:
-            return None
-        if status not in _CLOSED:
-            return None
+        self._end_stream_line()
+        if isinstance(event, CompletedEvent):
+            return Outcome("completed", output=event.output)
+        if isinstance(event, FailedEvent):
+            failure = event.failure
+            return Outcome("failed", error=f"[{failure.code}] {failure.message}")
         return await self._result()
 
     async def _result(self) -> Outcome:
@@ -169,40 +279,20 @@ class Follower:
             return Outcome("failed", error=str(error))
         return Outcome("completed", output=output)
 
-    def _tasks(self, tasks: list[TaskSnapshot]) -> None:
-        """A line when a task starts, when its progress headline moves, and when it ends."""
-        for task in tasks:
-            shown = self._seen.tasks.get(task.task_id)
-            now = (task.status, task.progress.events)
-            if shown == now:
-                continue
-            if shown is None:
-                self._say(task.task_id, [f"{INDENT}⇢ {task.tool} continues in the background"])
-            self._seen.tasks[task.task_id] = now
-            self._say(task.task_id, [INDENT + task_line(task)])
-
-    async def _finish(self, tree: TreeSnapshot) -> Outcome:
-        root = tree.root
-        for task in tree.tasks:
-            if not task.ended:
-                self._say(
-                    task.task_id,
-                    [
-                        f"{INDENT}(task {task.task_id} goes on in the background; look at it "
-                        f"with: scope-temporal inspect {self.handle.id})"
-                    ],
-                )
-        if root.status == "completed" and root.output is not None:
-            return Outcome("completed", output=root.output)
-        if root.status == "failed" and root.failure is not None:
-            return Outcome("failed", error=f"[{root.failure.code}] {root.failure.message}")
-        return await self._result()
+    # --- printing --------------------------------------------------------------------
 
     def _say(self, process_id: str, lines: list[str]) -> None:
-        level = depth(process_id)
-        prefix = INDENT * level + (f"[{self._definition(process_id)}] " if level else "")
         for line in lines:
-            self._echo(prefix + line)
+            self._echo(self._prefix(process_id) + line)
+
+    def _prefix(self, process_id: str) -> str:
+        level = depth(process_id)
+        return INDENT * level + (f"[{self._definition(process_id)}] " if level else "")
+
+    def _definition(self, process_id: str) -> str:
+        """The Definition of the Interaction owning `process_id` (itself or its tool call)."""
+        owner = re.sub(r"/(tool|task)/\d+/\d+$", "", process_id)
+        return self._names.get(owner, "delegate")
 
     def _echo(self, line: str) -> None:
         self._end_stream_line()
@@ -213,118 +303,14 @@ class Follower:
             click.echo("")
             self._open_stream = None
 
-    async def _stream(self, process_id: str) -> None:
-        """Print what the model call in flight streamed since the last look."""
-        try:
-            live = await self.handle.live_text(process_id)
-        except RPCError:
-            return
-        if live is None:
-            return
-        key = (process_id, live.model_call_seq)
-        printed = self._streamed.get(key, 0)
-        new = live.text[printed:].replace("\n", " ")
-        if not new:
-            return
+    def _stream(self, event: TextEvent) -> None:
+        """Streamed text goes on one line per model call, as it comes."""
+        key = (event.process_id, event.model_call_seq)
         if self._open_stream != key:
             self._end_stream_line()
-            level = depth(process_id)
-            prefix = INDENT * level + (f"[{self._definition(process_id)}] " if level else "")
-            click.echo(f"{prefix}model #{live.model_call_seq} ▸ ", nl=False)
-        click.echo(new, nl=False)
+            click.echo(f"{self._prefix(event.process_id)}model #{key[1]} ▸ ", nl=False)
+        click.echo(event.text.replace("\n", " "), nl=False)
         self._open_stream = key
-        self._streamed[key] = len(live.text)
-
-    def _definition(self, process_id: str) -> str:
-        """The Definition of the Interaction owning `process_id` (itself or its tool call)."""
-        owner = re.sub(r"/(tool|task)/\d+/\d+$", "", process_id)
-        return self._names.get(owner, "delegate")
-
-    def _progress(self, tree: TreeSnapshot, process: ProcessSnapshot) -> None:
-        """Print what is new in one Interaction, in order: each model response, then the
-        calls it started and their results, then any steer or validator feedback."""
-        pid = process.process_id
-        self._names[pid] = process.definition
-        context = process.context
-        start = min(self._seen.messages.get(pid, 0), len(context))  # a reducer may shorten it
-        rounds = {r.model_call_seq: r for r in process.settled_results}
-        delegates = {a.ref for a in process.artifacts} | {d.ref for d in process.active_delegates}
-        children: dict[int, list[str]] = {}
-        for child_id in process.active_children:
-            position = child_position(child_id)
-            children.setdefault(position[1] if position else 0, []).append(child_id)
-        seq = 0
-        for index, message in enumerate(context):
-            previous = context[index - 1] if index else None
-            if message.role == "assistant":
-                seq += 1
-                if index >= start:
-                    self._say(pid, [model_line(seq, message)])
-                self._children(tree, pid, children.get(seq, []))
-                settled = rounds.get(seq)
-                for entry in settled.entries if settled else ():
-                    if entry.call_ref not in self._seen.results:
-                        self._seen.results.add(entry.call_ref)
-                        delegate = entry.call_ref in delegates
-                        self._say(pid, [INDENT + result_line(entry, delegate=delegate)])
-            elif (
-                index >= start
-                and message.role == "user"
-                and previous is not None
-                and previous.role != "system"
-            ):
-                after_reply = previous.role == "assistant" and not previous.tool_calls
-                kind = "completion validator sent the reply back" if after_reply else "steer"
-                self._say(pid, [f"✎ {kind}: {shorten(message.text, 100)}"])
-        self._children(tree, pid, children.get(0, []))
-        self._seen.messages[pid] = len(context)
-
-    def _children(self, tree: TreeSnapshot, pid: str, child_ids: list[str]) -> None:
-        for child_id in child_ids:
-            if child_id in self._seen.children:
-                continue
-            self._seen.children.add(child_id)
-            position = child_position(child_id)
-            call = call_of(tree, child_id)
-            what = call_label(call, 24) if call else child_id
-            self._say(pid, [f"{INDENT}▶ {position[0] if position else 'child'} {what} started"])
-
-    async def _waits(self, tree: TreeSnapshot) -> None:
-        for wait in tree.pending_tool_inputs:
-            if wait.wait_id in self._seen.waits:
-                continue
-            self._seen.waits.add(wait.wait_id)
-            call = call_of(tree, wait.process_id)
-            task = next((t for t in tree.tasks if t.task_id == wait.process_id), None)
-            name = call.name if call else task.tool if task else wait.process_id
-            if self.answer is None:
-                self._say(
-                    wait.process_id,
-                    [
-                        f"? {name} asks: {wait.prompt_text}",
-                        f"{INDENT}answer it with: "
-                        f"{answer_command(self.handle.id, wait, self.command_args)}",
-                    ],
-                )
-                continue
-            self._end_stream_line()
-            value = await self.answer(wait, name)
-            if value is None:
-                self._unanswered = (
-                    f"{name} is waiting for input; answer it with: "
-                    f"{answer_command(self.handle.id, wait, self.command_args)}"
-                )
-                self._echo(f"{INDENT}left open; {self._unanswered}")
-                continue
-            try:
-                await self.handle.answer(wait, f"cli-{uuid.uuid4().hex[:8]}", value)
-            except NoSuchWait:
-                self._echo(f"{INDENT}(already answered elsewhere)")
-            except ScopeError as error:
-                self._echo(f"{INDENT}✗ refused: {error}")
-                self._seen.waits.discard(wait.wait_id)  # ask again
-            else:
-                self._echo(f"{INDENT}→ answer sent")
 
 
 def print_outcome(outcome: Outcome) -> None:

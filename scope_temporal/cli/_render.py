@@ -6,7 +6,7 @@ import json
 import re
 import shlex
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from scope_temporal.chat import Message, ToolCall
 from scope_temporal.interaction.snapshot import (
@@ -154,20 +154,32 @@ def resolve_command(root_id: str, unknown: UnknownEffect, extra: Sequence[str] =
     Args:
         extra: connection options to append (e.g. `--address host:port`).
     """
-    if unknown.kind == "tool":
+    return settle_command(root_id, unknown.effect_id, unknown.kind, extra)
+
+
+def settle_command(
+    root_id: str, effect_id: str, kind: Literal["model", "tool"], extra: Sequence[str] = ()
+) -> str:
+    """`resolve_command` from the effect's id and kind."""
+    if kind == "tool":
         placeholder = ["--result", "what you established", "--disposition", "succeeded"]
     else:
         placeholder = ["--result", "the reply the model gave"]
-    return shlex.join(
-        ["scope-temporal", "resolve", root_id, unknown.effect_id, *placeholder, *extra]
-    )
+    return shlex.join(["scope-temporal", "resolve", root_id, effect_id, *placeholder, *extra])
 
 
 def unknown_label(unknown: UnknownEffect) -> str:
     request = unknown.request
     if request.kind == "tool":
-        return f"tool {call_label(request.call, 24)}"
-    return f"model call #{request.model_call_seq} of {request.definition}"
+        return effect_label(request.call, None, request.definition)
+    return effect_label(None, request.model_call_seq, request.definition)
+
+
+def effect_label(call: ToolCall | None, model_call_seq: int | None, definition: str) -> str:
+    """`tool search(query="x")`, or `model call #3 of ops`."""
+    if call is not None:
+        return f"tool {call_label(call, 24)}"
+    return f"model call #{model_call_seq} of {definition}"
 
 
 def task_line(task: TaskSnapshot) -> str:
@@ -316,6 +328,7 @@ __all__ = [
     "call_of",
     "child_position",
     "depth",
+    "effect_label",
     "example_answer",
     "model_line",
     "output_lines",
@@ -323,6 +336,7 @@ __all__ = [
     "resolve_command",
     "result_line",
     "schema_hint",
+    "settle_command",
     "shorten",
     "task_line",
     "unknown_label",

@@ -27,6 +27,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowStreamClient
@@ -97,6 +98,8 @@ async def _items(client: Client, root_id: str, position: int) -> AsyncIterator[t
                 position = offset + 1
                 yield offset, payload
             return
+        except _PollAgain:  # no worker took the poll in time (it waits for one)
+            continue
         except _UseQueries:
             pass
         async for offset, payload in _by_query(client, root_id, position):
@@ -106,6 +109,10 @@ async def _items(client: Client, root_id: str, position: int) -> AsyncIterator[t
 
 class _UseQueries(Exception):
     """The long poll was refused for now: read by query."""
+
+
+class _PollAgain(Exception):
+    """The long poll timed out before a worker took it."""
 
 
 async def _long_poll(
@@ -118,6 +125,8 @@ async def _long_poll(
     try:
         async for item in items:
             yield item.offset, item.data.payload
+    except WorkflowUpdateRPCTimeoutOrCancelledError as error:
+        raise _PollAgain() from error
     except WorkflowUpdateFailedError as error:
         if getattr(error.cause, "type", None) == _REFUSED_POLL:
             raise _UseQueries() from error
