@@ -35,6 +35,8 @@ MAX_POLLS = 5
 """Subscribers long-polling one root at once. Temporal lets 10 updates be in flight per
 workflow; steers, answers and settlements are updates too, so half stays theirs. A
 subscriber refused here reads by query instead (see `client.events`)."""
+STREAM_DRAINING = "StreamDraining"
+"""workflow_streams' error type for "poll again shortly" (its subscribers retry it)."""
 TOO_MANY_SUBSCRIBERS = "TooManySubscribers"
 """The error type a poll over `MAX_POLLS` is refused with."""
 CARRIED_EVENTS = 256
@@ -51,10 +53,15 @@ class TreeStream(WorkflowStream):
     stream's own poll handler and validator, wrapped; `test_events_stream` pins them.)
     """
 
-    def __init__(self, prior_state: WorkflowStreamState | None) -> None:
+    def __init__(self, prior_state: WorkflowStreamState | None, *, open: bool) -> None:
         super().__init__(prior_state)
         self._polls = 0
+        self._open = open
         self._topic = self.topic(names.EVENTS_TOPIC)
+
+    def open(self) -> None:
+        """Take long polls from now on (see `_validate_poll`)."""
+        self._open = True
 
     async def _on_poll(self, payload: PollInput) -> PollResult:
         self._polls += 1
@@ -65,6 +72,12 @@ class TreeStream(WorkflowStream):
 
     def _validate_poll(self, payload: PollInput) -> None:
         super()._validate_poll(payload)
+        if not self._open:
+            # Measured: a poll accepted while the first run records its settings (a local
+            # activity) could replay in another order than it ran (the activity's result
+            # reached the workflow after updates accepted later). Until then a poll is
+            # refused as "draining", which workflow_streams' subscribers retry shortly.
+            raise ApplicationError("the Interaction is starting", type=STREAM_DRAINING)
         if self._polls >= MAX_POLLS:
             raise ApplicationError(
                 f"{self._polls} subscribers are long-polling this Interaction already; "

@@ -62,11 +62,12 @@ class InteractionWorkflow:
         opened = open_machine(input, info.workflow_id, served, f"task queue {info.task_queue!r}")
         self._startup_failure: Failure | None = None
         self._driver: InteractionDriver | None = None
-        # A root hosts its tree's event stream (its handlers exist from the first task on).
-        events = (
-            TreeStream(input.stream) if input.events_to is None else SentEvents(input.events_to)
-        )
-        self._transport = TemporalTransport(events)
+        # A root hosts its tree's event stream (its handlers exist from the first task on;
+        # it takes long polls once the run's settings are recorded).
+        self._stream: TreeStream | None = None
+        if input.events_to is None:
+            self._stream = TreeStream(input.stream, open=input.settings is not None)
+        self._transport = TemporalTransport(self._stream or SentEvents(input.events_to or ""))
         if isinstance(opened, Failure):
             self._startup_failure = opened
         else:
@@ -81,6 +82,8 @@ class InteractionWorkflow:
             startup = self._startup_failure or Failure.of(errors.STATE_INVALID, "did not start")
             raise await self._failed(startup)
         changed = driver.begin(input.settings or await self._record(driver))
+        if self._stream is not None:
+            self._stream.open()
         if changed is not None:
             raise await self._failed(changed)
         try:

@@ -39,6 +39,7 @@ MAPPED_MODULES = frozenset(
         "test_core_tool_results",
         "test_core_tool_scheduling",
         "test_core_waits",
+        "test_events_local",
     }
 )
 MODES: tuple[ToolCallWorkflows, ...] = ("always", "on_demand")

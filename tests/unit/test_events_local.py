@@ -1,0 +1,89 @@
+"""The event stream in-process (`LocalRun.events`): the same events the workflows publish,
+from the same drivers, in both tool-call mappings. A host following a tree with an input
+wait, an unknown outcome, a delegate, a background task and a steer sees each event once,
+in order; it resumes after any offset; an offset the stream has not reached is refused."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from scope_temporal import (
+    Event,
+    EventOffsetError,
+    Message,
+    ScriptedModel,
+    ToolResult,
+    settle_tool_result,
+)
+from scope_temporal.testing import LocalRun, LocalRunner
+from tests.live.event_tree import Scenario, definitions, job, notify, restart
+
+
+def runner(model: Scenario) -> LocalRunner:
+    return LocalRunner(
+        definitions=definitions(),
+        tools=[restart, notify, job],
+        models={"default": ScriptedModel(model)},
+    )
+
+
+async def host(run: LocalRun, model: Scenario, seen: list[Event], after: int | None = None) -> None:
+    async for event in run.events(after=after):
+        seen.append(event)
+        if event.kind == "wait_opened":
+            await run.steer("s1", Message.user("be careful"))
+            await run.answer(event.wait, "a1", {"approved": True})
+        elif event.kind == "unknown_opened":
+            [unknown] = run.snapshot().unknown_effects
+            result = ToolResult(call_id=unknown.request.call.id, name="notify", content="posted")  # type: ignore[union-attr]
+            await run.resolve(unknown, settle_tool_result(unknown.request, result, "succeeded"))  # type: ignore[arg-type]
+        elif event.kind == "task_progress" and event.task.status == "completed":
+            model.job_seen.set()
+
+
+async def test_a_local_host_sees_every_event_once_and_in_order() -> None:
+    model = Scenario()
+    run = await runner(model).start("events-ops", [Message.user("fix web")])
+    seen: list[Event] = []
+    await asyncio.wait_for(host(run, model, seen), 20)
+    assert (await run.result()).text == "All done: web restarted."
+    assert [e.offset for e in seen] == list(range(len(seen)))
+    assert seen[-1].kind == "completed" and seen[-1].process_id == run.id
+    every = [e async for e in run.events()]
+    assert [e.model_dump() for e in every] == [e.model_dump() for e in seen]
+    order = [e.kind for e in seen]
+    for kind in ("wait_opened", "wait_answered", "unknown_opened", "unknown_settled"):
+        assert order.count(kind) == 1, kind
+    assert order.index("wait_opened") < order.index("wait_answered")
+    assert order.index("unknown_opened") < order.index("unknown_settled")
+    assert order.index("steer_applied") < max(
+        i for i, e in enumerate(seen) if e.kind == "model_started" and e.process_id == run.id
+    )
+    delegate = f"{run.id}/delegate/1/2"
+    assert [e.kind for e in seen if e.process_id == delegate] == [
+        "model_started",
+        "model_settled",
+        "completed",
+    ]
+    assert [e.text for e in seen if e.kind == "text"] == ["All ", "done: ", "web ", "restarted."]
+    statuses = [e.task.status for e in seen if e.kind == "task_progress"]
+    assert statuses[-1] == "completed"
+
+
+async def test_a_local_host_resumes_after_an_offset_and_an_offset_ahead_is_refused() -> None:
+    model = Scenario()
+    run = await runner(model).start("events-ops", [Message.user("fix web")])
+    seen: list[Event] = []
+    await asyncio.wait_for(host(run, model, seen), 20)
+    middle = seen[len(seen) // 2].offset
+    rest = [e async for e in run.events(after=middle)]
+    assert [e.offset for e in rest] == [e.offset for e in seen[middle + 1 :]]
+    with pytest.raises(EventOffsetError) as ahead:
+        async for _ in run.events(after=len(seen) + 3):
+            pass
+    assert ahead.value.code == "interaction.events.offset_ahead"
+    with pytest.raises(EventOffsetError):
+        async for _ in run.events(after=-5):
+            pass
