@@ -27,6 +27,9 @@ Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
 - throughput: 100 Interactions of 3 rounds at once on one worker: rate, p50/p99 latency.
 - long: 1,000 model calls in one Interaction, one small tool call each (continue-as-new
   on the way); wall time, runs, peak memory of the process.
+- events: the event stream (bench/events.py): the latency from a streamed piece leaving
+  the model to a subscribed host (p50/p99, long poll and by query), and the history the
+  streamed text and a subscriber add to the root per model call.
 
 The dev server runs with the settings of `scope_temporal.testing.devserver` (one
 task-queue partition, `history.transferProcessorMaxPollRPS=1000`).
@@ -61,7 +64,7 @@ from temporalio.worker import Worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package
 
-from bench import baselines, workload
+from bench import baselines, events, workload
 from scope_temporal import (
     Definition,
     ModelRequest,
@@ -470,7 +473,7 @@ async def long_run(env: WorkflowEnvironment, model_calls: int) -> None:
 # --- main -------------------------------------------------------------------------------
 
 
-ALL = ("overhead", "history", "concurrency", "throughput", "long")
+ALL = ("overhead", "history", "concurrency", "throughput", "long", "events")
 
 
 async def main(quick: bool, only: tuple[str, ...]) -> None:
@@ -494,6 +497,8 @@ async def main(quick: bool, only: tuple[str, ...]) -> None:
             await throughput(env, count=20 if quick else 100)
         if "long" in only:
             await long_run(env, model_calls=100 if quick else 1000)
+        if "events" in only:
+            await events.events(env, runs=3 if quick else 10, tokens=150, rate=30.0, figure=figure)
     finally:
         await env.shutdown()
 
