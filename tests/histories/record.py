@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from scope_temporal import (
     ScriptedModel,
     ToolResult,
     TreeSnapshot,
+    UnknownEffect,
     reply,
     settle_model_result,
     settle_tool_result,
@@ -102,32 +103,35 @@ RUNS: dict[str, Run] = {
 
 
 async def _host(handle: InteractionHandle, run: Run) -> None:
-    """Answer approvals, steer once, settle unknowns (tool: sent; model: a text reply)."""
+    """Follow the tree's events (so the histories hold the stream's polls and the
+    children's batches): answer approvals, steer once, settle unknowns (tool: sent;
+    model: a text reply)."""
     steered = False
-    while True:
-        snap: TreeSnapshot = await handle.snapshot()
-        if not steered and (not run.steer_at_wait or snap.pending_tool_inputs):
-            await handle.steer("s1", Message.user("be careful"))
-            steered = True
-        for pending in snap.pending_tool_inputs:
-            await handle.answer(pending, "a1", {"ok": True})
-        for unknown in snap.unknown_effects:
-            request = unknown.request
-            if request.kind == "tool":
-                call = request.call
-                result = ToolResult(call_id=call.id, name=call.name, content="sent (checked)")
-                settled: Awaitable[None] = handle.resolve(
-                    unknown, settle_tool_result(request, result, "succeeded")
-                )
-            else:
-                response = reply.text("recovered from the provider's log")
-                settled = handle.resolve(
-                    unknown, settle_model_result(request, response, request.messages)
-                )
-            await settled
-        if snap.status == "completed":
-            return
-        await asyncio.sleep(0.2)
+    if not run.steer_at_wait:
+        await handle.steer("s1", Message.user("be careful"))
+        steered = True
+    async for event in handle.events():
+        if event.kind == "wait_opened":
+            if not steered:
+                await handle.steer("s1", Message.user("be careful"))
+                steered = True
+            await handle.answer(event.wait, "a1", {"ok": True})
+        elif event.kind == "unknown_opened":
+            snap: TreeSnapshot = await handle.snapshot()
+            for unknown in snap.unknown_effects:
+                if unknown.effect_id == event.effect_id:
+                    await _settle(handle, unknown)
+
+
+async def _settle(handle: InteractionHandle, unknown: UnknownEffect) -> None:
+    request = unknown.request
+    if request.kind == "tool":
+        call = request.call
+        result = ToolResult(call_id=call.id, name=call.name, content="sent (checked)")
+        await handle.resolve(unknown, settle_tool_result(request, result, "succeeded"))
+    else:
+        response = reply.text("recovered from the provider's log")
+        await handle.resolve(unknown, settle_model_result(request, response, request.messages))
 
 
 async def record_run(env: WorkflowEnvironment, name: str) -> None:

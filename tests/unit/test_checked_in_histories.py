@@ -8,21 +8,27 @@ Definition must fail *as such* (`interaction.definition.changed`), not just some
 
 `before-run-settings/` keeps recordings made before a run recorded its settings (its
 local activity then recorded the digest alone; ToolCall inputs carried no payload limit;
-continue-as-new carried no settings): Interactions started then must still replay.
+continue-as-new carried no settings), and `before-events/` recordings made before the
+event stream (no stream polls, no batches sent to the root, inputs without `events_to`):
+Interactions started then must still replay. Today's recordings were made by a host
+following the event stream: they hold its long polls and the children's batches.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.workflow import NondeterminismError
 
 from scope_temporal import Definition, ScopeError
+from scope_temporal.names import STREAM_POLL, STREAM_PUBLISH_SIGNAL
 from scope_temporal.testing.replay import replay_history
 from tests.histories.agents import DEFINITIONS
 
@@ -30,6 +36,7 @@ HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
 BEFORE_RUN_SETTINGS = sorted(
     (Path(__file__).parents[1] / "histories" / "before-run-settings").glob("*.json")
 )
+BEFORE_EVENTS = sorted((Path(__file__).parents[1] / "histories" / "before-events").glob("*.json"))
 
 
 def history_named(stem: str) -> Path:
@@ -52,6 +59,12 @@ async def test_c42_checked_in_history_replays(path: Path) -> None:
 
 @pytest.mark.parametrize("path", BEFORE_RUN_SETTINGS, ids=[p.stem for p in BEFORE_RUN_SETTINGS])
 async def test_c42_histories_recorded_before_run_settings_still_replay(path: Path) -> None:
+    result = await replay_history(load(path), DEFINITIONS)
+    assert result.replay_failure is None
+
+
+@pytest.mark.parametrize("path", BEFORE_EVENTS, ids=[p.stem for p in BEFORE_EVENTS])
+async def test_c42_histories_recorded_before_the_event_stream_still_replay(path: Path) -> None:
     result = await replay_history(load(path), DEFINITIONS)
     assert result.replay_failure is None
 
@@ -144,6 +157,7 @@ def test_histories_are_present() -> None:
         "recorded_tool_1_1",
         "recorded_tool_2_0",
     ]
+    assert sorted(p.stem for p in BEFORE_EVENTS) == sorted(p.stem for p in HISTORIES)
     assert sorted(p.stem for p in BEFORE_RUN_SETTINGS) == [
         "recorded",
         "recorded-continue-as-new",
@@ -170,6 +184,8 @@ def _events(stem: str) -> list[tuple[str, Any]]:
                 payload = json.loads(payloads[0].data) if payloads else None
         if event.HasField("workflow_execution_update_accepted_event_attributes"):
             update = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if update.input.name == STREAM_POLL:  # the host following the events
+                name = "STREAM_POLL_ACCEPTED"
             payload = json.loads(update.input.args.payloads[0].data)
         found.append((name, payload))
     return found
@@ -203,3 +219,30 @@ def test_the_recordings_hold_what_they_are_named_for() -> None:
     settled = [p for name, p in events if name.endswith("UPDATE_ACCEPTED") and "settlement" in p]
     assert [p["settlement"]["kind"] for p in settled] == ["model"]
     assert _output_text("recorded-model-unknown") == "answered after the steer"
+
+
+def _root_events(stem: str) -> list[Any]:
+    """The events a root's stream received from its other processes (by signal)."""
+    received: list[Any] = []
+    for event in load(history_named(stem)).events:
+        signaled = event.workflow_execution_signaled_event_attributes
+        if event.HasField("workflow_execution_signaled_event_attributes") and (
+            signaled.signal_name == STREAM_PUBLISH_SIGNAL
+        ):
+            publish = json.loads(signaled.input.payloads[0].data)
+            for item in publish["items"]:
+                payload = Payload()
+                payload.ParseFromString(base64.b64decode(item["data"]))
+                received.append(json.loads(payload.data))
+    return received
+
+
+def test_the_recordings_hold_the_event_stream() -> None:
+    # the host followed the events: the root served its long polls
+    names = [name for name, _ in _events("recorded")]
+    assert "STREAM_POLL_ACCEPTED" in names
+    # a ToolCall's wait, and the delegate's steps, reached the root by signal
+    assert [e["kind"] for e in _root_events("recorded")][:2] == ["wait_opened", "wait_answered"]
+    delegate = [e for e in _root_events("recorded-delegates") if "delegate" in e["process_id"]]
+    assert delegate[0]["kind"] == "model_started"
+    assert delegate[-1]["kind"] == "completed"
