@@ -264,3 +264,69 @@ def test_worker_serves_your_own_app_module(stack: Stack) -> None:
         assert "━━ output" in done.stdout and "\ndone: HI\n" in done.stdout
     finally:
         worker.stop()
+
+
+APPROVALS_APP = '''
+from scope_temporal import ApprovalPolicy, Definition, ScriptedModel, reply, tool
+
+@tool(permission="exec")
+def restart(name: str) -> str:
+    """Restart a service."""
+    return name + " restarted"
+
+definitions = [Definition("guarded", tools=[restart], approval=ApprovalPolicy.deny_writes())]
+tools = [restart]
+PLAN = ["web", "web", "api"]
+
+def plan(request):
+    done = sum(1 for m in request.messages if m.role == "tool")
+    if done < len(PLAN):
+        return reply.tool_calls(("restart", {"name": PLAN[done]}))
+    return reply.text("done")
+
+models = {"default": ScriptedModel(plan)}
+'''
+
+
+def test_run_asks_y_n_for_an_approval_and_yes_approves(stack: Stack) -> None:
+    project = stack.home / "approvals"
+    project.mkdir()
+    (project / "guarded_app.py").write_text(APPROVALS_APP)
+    queue = f"cli-approve-{uuid.uuid4().hex[:6]}"
+    env = stack.env(SCOPE_TASK_QUEUE=queue)
+    worker = Proc(["worker", "--app", "guarded_app"], env=env, cwd=project)
+    try:
+        worker.wait_for("worker serving guarded from guarded_app")
+        child = pexpect.spawn(
+            CLI,
+            ["run", "guarded", "restart things", "--id", f"guarded-{queue}"],
+            env=env,
+            cwd=str(project),
+            encoding="utf-8",
+            timeout=30,
+            dimensions=(50, 200),
+        )
+        shown = io.StringIO()
+        child.logfile_read = shown
+        try:
+            child.expect(re.escape('? restart needs approval: Allow restart(name="web")?'))
+            child.expect(re.escape("approve? [y/a/n]> "))
+            child.sendline("n")
+            child.expect(re.escape("reason (optional, Enter to skip)> "))
+            child.sendline("not during the sale")
+            child.expect(re.escape('⊘ restart(name="web") rejected · denied by person'))
+            child.expect(re.escape("approve? [y/a/n]> "))
+            child.sendline("a")  # approve, and remember it for the session
+            child.expect(re.escape('✓ restart(name="web") succeeded · approved by person'))
+            child.expect(re.escape('✓ restart(name="api") succeeded · approved by remembered'))
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+        assert child.exitstatus == 0
+        assert shown.getvalue().count("needs approval") == 2  # web twice; api was not asked
+        done = run_cli(["run", "guarded", "again", "--yes"], env=env, cwd=project)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.count("approved (--yes)") == 3
+        assert "━━ output" in done.stdout and "\ndone\n" in done.stdout
+    finally:
+        worker.stop()
