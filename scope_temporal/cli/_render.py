@@ -282,8 +282,9 @@ class _TreeText:
         return lines
 
     def wait(self, wait: PendingToolInput, pad: str) -> list[str]:
+        kind = "approval wait" if wait.kind == "approval" else "input wait"
         return [
-            f"{pad}? input wait {wait.wait_id}: {shorten(wait.prompt_text, 80)}",
+            f"{pad}? {kind} {wait.wait_id}: {shorten(wait.prompt_text, 80)}",
             f"{pad}{INDENT}schema: {schema_hint(wait.response_schema)}",
             f"{pad}{INDENT}answer: {answer_command(self.root_id, wait, self.extra)}",
         ]

@@ -35,6 +35,7 @@ from scope_temporal.interaction.hooks import call_hook
 from scope_temporal.tools import rejections
 from scope_temporal.tools.spec import ToolSpec
 from scope_temporal.tools.task_specs import TASK_TOOL_SPECS
+from scope_temporal.tools.validation import decode_arguments
 
 MAX_REASON_CHARS = 2000
 """Longest reason an answer may give (it reaches the model's context)."""
@@ -100,7 +101,7 @@ def judge(
             definition=definition_name,
             tool=spec.name,
             permission=spec.permission,
-            arguments=json.loads(call.arguments or "{}"),
+            arguments=decode_arguments(call.arguments),
             call_id=call.id,
             ref=ref,
         )
@@ -145,8 +146,9 @@ def _run(approver: Approver, request: ApprovalRequest, definition_name: str) -> 
 
 
 def prompt(call: ToolCall, approval: ApprovalGate) -> dict[str, Any]:
-    """The approval wait's prompt: the question, the tool, its permission and arguments."""
-    arguments = json.loads(call.arguments or "{}")
+    """The approval wait's prompt: the question, the tool, its permission and arguments
+    (admitted calls only: their arguments are a JSON object that fits the schema)."""
+    arguments = decode_arguments(call.arguments)
     shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
     return {
         "question": f"Allow {call.name}({shown})? ({approval.rule})",

@@ -225,7 +225,10 @@ async def _approval_wait() -> tuple[Any, Any]:
 
 
 async def test_an_approval_wait_takes_y_a_or_n_with_an_optional_reason() -> None:
-    _run, wait = await _approval_wait()
+    run, wait = await _approval_wait()
+    shown = "\n".join(render_tree(run.snapshot()))
+    assert f'? approval wait {wait.wait_id}: Allow restart(name="web")?' in shown
+    assert f"answer: scope-temporal answer {run.id} {wait.wait_id} y" in shown
     schema = wait.response_schema
     assert is_approval_wait(schema) and not is_approval(schema)
     assert parse_answer("y", schema) == ({"decision": "approve", "reason": ""}, None)
