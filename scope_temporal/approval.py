@@ -169,6 +169,15 @@ class ApprovalPolicy(Frozen):
         `Definition(..., approval=ApprovalPolicy.deny_writes())`."""
         return cls(require=("write", "exec"), exempt=exempt, approver=approver, otherwise=otherwise)
 
+    def check_bound(self, definition: str, tool_names: Iterable[str]) -> None:
+        """Raise DefinitionError if the policy names a tool `definition` does not bind."""
+        unbound = sorted((self.tools | self.exempt) - set(tool_names))
+        if unbound:
+            raise DefinitionError(
+                f"Definition {definition!r}: its approval policy names {unbound}, which it "
+                "does not bind as tools (approval applies to tool calls, not to delegates)."
+            )
+
     def applies_to(self, spec: ToolSpec, *, framework: bool = False) -> bool:
         """Whether calls of `spec` need approval (`framework`: one of the task tools)."""
         if spec.name in self.tools:

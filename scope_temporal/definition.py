@@ -205,15 +205,6 @@ def _capabilities(values: Iterable[str], owner: str) -> frozenset[str]:
     return caps
 
 
-def _check_approval(name: str, policy: ApprovalPolicy, toolset: ToolSet) -> None:
-    unbound = sorted((policy.tools | policy.exempt) - set(toolset.names))
-    if unbound:
-        raise DefinitionError(
-            f"Definition {name!r}: its approval policy names {unbound}, which it does not "
-            "bind as tools (approval applies to tool calls, not to delegates)."
-        )
-
-
 class Definition(Frozen):
     """The immutable description of an Interaction. See API.md for every argument.
 
@@ -311,7 +302,7 @@ class Definition(Frozen):
                 )
             delegate_names.add(delegate.name)
         if approval is not None:
-            _check_approval(name, approval, toolset)
+            approval.check_bound(name, toolset.names)
         self.name = name
         self.description = description
         self.instructions = instructions

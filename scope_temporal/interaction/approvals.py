@@ -7,7 +7,7 @@ tool lets it run, and `otherwise="deny"` refuses it; else the call is marked `as
 the call starts (`gate`), a tool approved meanwhile by a sibling's remembered answer runs
 without asking; any other `ask` call starts its Tool call Process behind an
 `ApprovalGate`: the Process opens its approval wait before the first attempt, and the
-answer (`ANSWER_SCHEMA`, read by `record_of`) approves it (the body runs once) or denies
+answer (`ANSWER_SCHEMA`, read by `answered`) approves it (the body runs once) or denies
 it (a rejected result, the body never runs). The decision travels back with the call's
 settlement; an approval with `remember` adds the tool to the Interaction's approved
 tools. Pure functions, run inside the machines' transitions.
@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from scope_temporal import errors
 from scope_temporal.approval import (
     ApprovalDecision,
     ApprovalPolicy,
@@ -33,6 +34,7 @@ from scope_temporal.chat import ToolCall, ToolResult
 from scope_temporal.frozen import freeze_json
 from scope_temporal.interaction.hooks import call_hook
 from scope_temporal.tools import rejections
+from scope_temporal.tools.outcome import Rejected
 from scope_temporal.tools.spec import ToolSpec
 from scope_temporal.tools.task_specs import TASK_TOOL_SPECS
 from scope_temporal.tools.validation import decode_arguments
@@ -158,16 +160,22 @@ def prompt(call: ToolCall, approval: ApprovalGate) -> dict[str, Any]:
     }
 
 
-def record_of(response: Any, answer_id: str) -> ApprovalRecord:
-    """The decision an answer gives (it matched `ANSWER_SCHEMA`)."""
+def answered(
+    call: ToolCall, response: Any, answer_id: str
+) -> tuple[ApprovalRecord, Rejected | None]:
+    """The decision an answer gives (it matched `ANSWER_SCHEMA`), and the call's rejected
+    outcome when it is a denial."""
     decision = response["decision"]
-    return ApprovalRecord(
+    record = ApprovalRecord(
         decision=decision,
         by="person",
         reason=response.get("reason", ""),
         remember=decision == "approve" and bool(response.get("remember", False)),
         answer_id=answer_id,
     )
+    if decision == "approve":
+        return record, None
+    return record, Rejected(result=denied(call, record), code=errors.TOOL_APPROVAL_DENIED)
 
 
 def denied(call: ToolCall, record: ApprovalRecord) -> ToolResult:
@@ -198,10 +206,10 @@ __all__ = [
     "MAX_REASON_CHARS",
     "ApprovalGate",
     "Ask",
+    "answered",
     "denied",
     "gate",
     "judge",
     "prompt",
-    "record_of",
     "signal_json",
 ]

@@ -282,15 +282,8 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
                 d.continuation = (d.wait.state, response)
                 d.phase = "ready"
             elif kind == "approval":
-                d.approval = approvals.record_of(response, answer_id)
-                if d.approval.decision == "approve":
-                    d.phase = "ready"
-                else:
-                    d.phase = "settled"
-                    d.outcome = Rejected(
-                        result=approvals.denied(d.request.call, d.approval),
-                        code=errors.TOOL_APPROVAL_DENIED,
-                    )
+                d.approval, refused = approvals.answered(d.request.call, response, answer_id)
+                d.phase, d.outcome = ("ready", None) if refused is None else ("settled", refused)
             else:
                 assert_never(kind)
             d.wait = None
