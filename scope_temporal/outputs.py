@@ -76,6 +76,9 @@ class Output(_Frozen):
     artifacts: tuple[Artifact, ...] = ()
     data: Any = None
     """The final text parsed and validated against the Definition's output schema, if any."""
+    approved_tools: tuple[str, ...] = ()
+    """Tools approved for the session when it completed (pre-approved, or approved with
+    `remember`): what a session passes to its next turn (see `ApprovalPolicy`)."""
 
     @property
     def text(self) -> str:

@@ -230,7 +230,8 @@ class Follower:
         name = started.call.name if started else task.tool if task else wait.process_id
         how = f"answer it with: {answer_command(self.handle.id, wait, self.command_args)}"
         if self.answer is None:
-            self._say(wait.process_id, [f"? {name} asks: {wait.prompt_text}", INDENT + how])
+            asked = f"? {name} {_asks(wait)}: {wait.prompt_text}"
+            self._say(wait.process_id, [asked, INDENT + how])
             return
         while True:
             self._end_stream_line()
@@ -311,6 +312,10 @@ class Follower:
             click.echo(f"{self._prefix(event.process_id)}model #{key[1]} ▸ ", nl=False)
         click.echo(event.text.replace("\n", " "), nl=False)
         self._open_stream = key
+
+
+def _asks(wait: PendingToolInput) -> str:
+    return "needs approval" if wait.kind == "approval" else "asks"
 
 
 def print_outcome(outcome: Outcome) -> None:

@@ -167,9 +167,7 @@ class InteractionDriver:
                 self._spawn(self._call_model(effect))
             case StartToolCall():
                 calls = self._children
-                self._spawn(
-                    run_tool_call(machine, effect.request, transport, calls, self.limit, to)
-                )
+                self._spawn(run_tool_call(machine, effect, transport, calls, self.limit, to))
             case StartDelegate():
                 settings = self._settings
                 self._spawn(

@@ -5,7 +5,9 @@ outcome back, and maps the host's inputs onto the machine: an answer to its inpu
 a settlement of its unknown outcome, pause and resume. A steer is never for a tool call.
 Its result is exactly one definite settlement, or the failure that ended it. It reports
 its input wait and its unknown outcome to the tree's event stream (before it settles:
-they precede the call's settlement there).
+they precede the call's settlement there). While the call waits for approval, its live
+status (the Temporal UI's current details) holds the exact `scope.tool_input` signal
+input that approves or denies it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from scope_temporal.driver.calls import attempt_tool
 from scope_temporal.driver.inputs import check_size, settlement_for
 from scope_temporal.driver.transport import ToolCallTransport
 from scope_temporal.errors import ScopeError
+from scope_temporal.interaction import approvals
 from scope_temporal.interaction.effects import CallSettled, ToolSettlement
 from scope_temporal.interaction.news import ToolCallNews
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
@@ -38,7 +41,7 @@ class ToolCallDriver:
     """
 
     def __init__(self, input: ToolCallInput, transport: ToolCallTransport, *, limit: int) -> None:
-        self.machine = machine = ToolCallMachine.start(input.request)
+        self.machine = machine = ToolCallMachine.start(input.request, input.approval)
         if input.first_outcome is not None:
             # promoted by an Interaction that already ran the first attempt itself
             machine.next_attempt()
@@ -91,16 +94,26 @@ class ToolCallDriver:
         await transport.flush_events()
         if machine.outcome is None:
             return machine.failure or Failure.of(errors.STATE_INVALID, "no settlement")
-        return CallSettled(effect_id=input.request.effect_id, outcome=machine.outcome)
+        return CallSettled(
+            effect_id=input.request.effect_id, outcome=machine.outcome, approval=machine.approval
+        )
 
     def _show(self) -> None:
         """Show the live status; report what is new."""
         snap = self.machine.snapshot()
         self._transport.publish(self._news.step(snap))
         detail = f"**{snap.status}** · entries {snap.tool_entries}"
-        if snap.pending_tool_inputs:
-            wait = snap.pending_tool_inputs[0]
-            detail += f" · waiting for input `{wait.wait_id}`: {wait.prompt_text}"
+        for wait in snap.pending_tool_inputs:
+            if wait.kind == "approval":
+                detail += (
+                    f" · waiting for approval `{wait.wait_id}`: {wait.prompt_text}\n\n"
+                    f"Approve: send signal `scope.tool_input` with input\n\n"
+                    f"    {approvals.signal_json(wait.wait_id, 'approve')}\n\n"
+                    f"Deny: send signal `scope.tool_input` with input\n\n"
+                    f"    {approvals.signal_json(wait.wait_id, 'deny')}"
+                )
+            else:
+                detail += f" · waiting for input `{wait.wait_id}`: {wait.prompt_text}"
         if snap.unknown_effects:
             detail += f" · outcome unknown: {snap.unknown_effects[0].diagnostic}"
         self._transport.show(detail)

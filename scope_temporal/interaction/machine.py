@@ -19,7 +19,9 @@ The rules it keeps (DESIGN.md section 2):
  4. Tool calls run only with finish `tool_calls`; with `length` each call gets a
     "not executed" result and the model is called again; any other finish fails.
  5. Unknown tools, unauthorised tools and invalid arguments settle at admission with a
-    model-visible rejected result; no child starts (`rounds.py`).
+    model-visible rejected result; no child starts (`rounds.py`). So does a call the
+    approval policy denies; one that needs a person's approval waits for it before its
+    body runs, and an approval to remember covers the tool's later calls (`approvals.py`).
  6. Calls start as `scheduling.py` allows. The round commits, results in call order,
     only when every call is definite; advertisements commit only with a successful call.
  7. A candidate (a final reply, or a fully successful direct-result batch) completes only
@@ -121,11 +123,15 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         *,
         max_model_calls: int | None = None,
         capabilities: tuple[str, ...] | None = None,
+        approved_tools: tuple[str, ...] = (),
     ) -> InteractionMachine:
         """A fresh Interaction: instructions (if any) then `messages` as working context.
 
         `max_model_calls` and `capabilities` (a parent's delegate budget and grant) can only
-        tighten the Definition's own.
+        tighten the Definition's own. `approved_tools` are approved for the session
+        already (e.g. a session's earlier turns remembered them): their calls need no
+        approval unless the approver hook denies them; names the Definition does not
+        bind are ignored.
         """
         if not messages:
             raise InvalidSignal("An Interaction needs at least one message to start.")
@@ -143,6 +149,7 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
             context=[*context, *messages],
             max_model_calls=limit,
             granted=tuple(sorted(granted)),
+            approved_tools=sorted(set(approved_tools) & set(definition.tools.names)),
         )
         return cls(definition, state)
 

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
@@ -88,6 +89,29 @@ class Run:
     """Steer when the approval wait shows (the batch is running), else right at the start."""
 
 
+def _approvals() -> ScriptedModel:
+    """Denied by a person; approved and remembered (then the tool's own question);
+    approved by the remembered answer; denied by the approver at admission."""
+    return ScriptedModel(
+        [
+            reply.tool_calls(
+                ("read_status", {"service": "web"}),
+                ("restart", {"service": "web"}),
+                ("notify", {"channel": "#all"}),
+            ),
+            reply.tool_calls(("restart", {"service": "web"})),
+            reply.tool_calls(("restart", {"service": "db"})),
+            reply.text("web and db restarted"),
+        ]
+    )
+
+
+APPROVAL_ANSWERS: list[dict[str, Any]] = [
+    {"decision": "deny", "reason": "not before the backup"},
+    {"decision": "approve", "reason": "backup done", "remember": True},
+]
+"""What the host answers the approval waits of `_approvals`, in order."""
+
 RUNS: dict[str, Run] = {
     "recorded": Run(_first_runs),
     "recorded-on-demand": Run(_first_runs),
@@ -99,14 +123,17 @@ RUNS: dict[str, Run] = {
             [TimeoutError("provider connection reset"), reply.text("answered after the steer")]
         )
     ),
+    "recorded-approvals": Run(_approvals),
+    "recorded-approvals-on-demand": Run(_approvals),
 }
 
 
 async def _host(handle: InteractionHandle, run: Run) -> None:
     """Follow the tree's events (so the histories hold the stream's polls and the
-    children's batches): answer approvals, steer once, settle unknowns (tool: sent;
-    model: a text reply)."""
+    children's batches): answer input waits (approval waits from `APPROVAL_ANSWERS`, in
+    order), steer once, settle unknowns (tool: sent; model: a text reply)."""
     steered = False
+    approvals = 0
     if not run.steer_at_wait:
         await handle.steer("s1", Message.user("be careful"))
         steered = True
@@ -115,7 +142,11 @@ async def _host(handle: InteractionHandle, run: Run) -> None:
             if not steered:
                 await handle.steer("s1", Message.user("be careful"))
                 steered = True
-            await handle.answer(event.wait, "a1", {"ok": True})
+            if event.wait.kind == "approval":
+                await handle.answer(event.wait, "approval", APPROVAL_ANSWERS[approvals])
+                approvals += 1
+            else:
+                await handle.answer(event.wait, "a1", {"ok": True})
         elif event.kind == "unknown_opened":
             snap: TreeSnapshot = await handle.snapshot()
             for unknown in snap.unknown_effects:
