@@ -20,6 +20,12 @@ from scope_temporal.chat import Options
 from scope_temporal.code_digest import code_fingerprint
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen, freeze_json
+from scope_temporal.models.retry import (
+    DEFAULT_MODEL_RETRY,
+    ModelRetry,
+    check_model_options,
+    model_options_declaration,
+)
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.tools.spec import PERMISSIONS, ToolSpec, is_provider_tool_name
 from scope_temporal.tools.task_specs import TASK_TOOL_NAMES, TASK_TOOL_SPECS
@@ -222,10 +228,15 @@ class Definition(Frozen):
     the digest, and so is the completion validator's code (its source text, default
     values and closure: `code_digest.code_fingerprint`), not only its name.
 
+    Model calls that provably did not run are retried by `model_retry`, then on each of
+    `fallback_models` in order; `max_total_tokens` bounds the tokens of the tree
+    (`interaction.limit.tokens`). See docs/models.md.
+
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
             a tool or two delegates with one name, an invalid name, capabilities that are
-            not read/write/exec, or a delegate granted more than this Definition holds.
+            not read/write/exec, a delegate granted more than this Definition holds, a
+            fallback model named twice or like `model`, or `max_total_tokens` below 1.
     """
 
     def __init__(
@@ -249,9 +260,13 @@ class Definition(Frozen):
         tool_timeout: timedelta = timedelta(minutes=10),
         tool_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
         tool_call_workflows: ToolCallWorkflows = "always",
+        model_retry: ModelRetry = DEFAULT_MODEL_RETRY,
+        fallback_models: Sequence[str] = (),
+        max_total_tokens: int | None = None,
     ) -> None:
         if not name or "/" in name:
             raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")
+        check_model_options(name, model, model_retry, fallback_models, max_total_tokens)
         if max_model_calls is not None and max_model_calls < 1:
             raise DefinitionError(
                 f"Definition {name!r}: max_model_calls={max_model_calls} would never call the "
@@ -311,6 +326,9 @@ class Definition(Frozen):
         self.tool_timeout = tool_timeout
         self.tool_heartbeat_timeout = tool_heartbeat_timeout
         self.tool_call_workflows: ToolCallWorkflows = tool_call_workflows
+        self.model_retry = model_retry
+        self.fallback_models: tuple[str, ...] = tuple(fallback_models)
+        self.max_total_tokens = max_total_tokens
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
@@ -327,10 +345,19 @@ class Definition(Frozen):
                 return delegate
         return None
 
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Every model the Interaction may call: `model`, then `fallback_models`."""
+        return (self.model, *self.fallback_models)
+
     def declaration(self) -> dict[str, Any]:
-        """The canonical configuration the digest covers (changes iff the declaration does)."""
+        """The canonical configuration the digest covers (changes iff the declaration does;
+        the model options only when set, so Definitions without them keep their digest)."""
         validator = self.completion_validator
-        return {
+        optional = model_options_declaration(
+            self.model_retry, self.fallback_models, self.max_total_tokens
+        )
+        return optional | {
             "name": self.name,
             "description": self.description,
             "instructions": self.instructions,
