@@ -206,8 +206,9 @@ def _failure_message(
     definition: Definition, s: InteractionState, pending: PendingModel, reason: NotCalled
 ) -> str:
     model = pending.request.model
-    status = f"HTTP {reason.status}: " if reason.status is not None else ""
-    said = f"{status}{reason.message or 'no message'}"
+    said = reason.message or "no message"
+    if reason.status is not None and f"HTTP {reason.status}" not in said:
+        said = f"HTTP {reason.status}: {said}"
     if reason.code == errors.MODEL_CONTEXT_OVERFLOW:
         text = (
             f"Model {model!r} refused the request: the conversation exceeds its context "
