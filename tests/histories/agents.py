@@ -3,10 +3,13 @@ here must make `test_checked_in_histories_replay` fail, which is the point)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from scope_temporal import (
     Definition,
     Delegate,
     HostFailure,
+    ModelRetry,
     require_tool_input,
     tool,
     tool_input_continuation,
@@ -84,6 +87,16 @@ recorded_model_unknown = Definition(
 )
 """The first model call's outcome is unknown; the host settles it with the response."""
 
+recorded_model_retry = Definition(
+    "recorded-model-retry",
+    tools=[read_status],
+    tool_call_workflows="always",
+    model_retry=ModelRetry(initial_interval=timedelta(milliseconds=500), jitter=0),
+    max_total_tokens=100_000,
+)
+"""Model call #1 is refused with a 429 (a durable timer, then a new Effect), then its
+outcome is unknown; the host sends it again (`retry_model_call`), which answers."""
+
 DEFINITIONS = [
     recorded,
     recorded_on_demand,
@@ -92,5 +105,6 @@ DEFINITIONS = [
     recorded_steer_batch,
     recorded_continue_as_new,
     recorded_model_unknown,
+    recorded_model_retry,
 ]
 TOOLS = [read_status, restart, notify]
