@@ -129,6 +129,7 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         capabilities: tuple[str, ...] | None = None,
     ) -> InteractionMachine:
         """A fresh Interaction: instructions (if any) then `messages` as working context.
+
         `max_model_calls` and `capabilities` (a parent's delegate budget and grant) can only
         tighten the Definition's own (`rules.initial_state`).
         """
