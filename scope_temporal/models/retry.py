@@ -104,7 +104,7 @@ class ModelRetry(Frozen):
         if self.jitter:
             fraction = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") / 2**32
             seconds *= 1 + self.jitter * fraction
-        return timedelta(milliseconds=round(seconds * 1000))
+        return timedelta(milliseconds=max(round(seconds * 1000), 1))  # a timer, never 0
 
     def declaration(self) -> dict[str, Any]:
         return {
