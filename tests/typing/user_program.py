@@ -17,6 +17,7 @@ from scope_temporal import (
     LocalFileMaterializer,
     Message,
     Model,
+    ModelRetry,
     OpenAIChatModel,
     RunHandle,
     RunProgress,
@@ -64,20 +65,31 @@ def build_model() -> Model:
 
 def build_worker(client: Client) -> ScopeWorker:
     agent = Definition(
-        "agent", tools=ToolSet("t", [lookup, export]), model_heartbeat_timeout=timedelta(seconds=5)
+        "agent",
+        tools=ToolSet("t", [lookup, export]),
+        model_heartbeat_timeout=timedelta(seconds=5),
+        model_retry=ModelRetry(attempts=3, ambiguous=1),
+        fallback_models=("backup",),
+        max_total_tokens=200_000,
     )
     return ScopeWorker(
         client,
         definitions=[agent],
         tools=[lookup, export],
-        models={"default": build_model()},
+        models={"default": build_model(), "backup": build_model()},
         materializer=LocalFileMaterializer("/tmp/task-output"),
     )
 
 
 async def ask(scope: ScopeClient) -> str:
     handle = await scope.start("agent", [Message.user("hi")], id="user-program")
-    tasks: list[TaskSnapshot] = (await handle.snapshot()).tasks
+    snap = await handle.snapshot()
+    tasks: list[TaskSnapshot] = snap.tasks
     if tasks and not tasks[0].ended:
         await handle.cancel_task(tasks[0].task_id, "not needed")
-    return (await handle.result()).text
+    for unknown in snap.unknown_effects:
+        if unknown.kind == "model":
+            await handle.retry_model_call(unknown)
+    out = await handle.result()
+    spent: int = out.usage.total_tokens + snap.usage.models["default"].input_tokens
+    return f"{out.text} ({spent} tokens)"

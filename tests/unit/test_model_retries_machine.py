@@ -328,3 +328,69 @@ def test_model_options_are_validated_and_enter_the_digest_only_when_set() -> Non
     ):
         with pytest.raises(errors.DefinitionError):
             bad()
+
+
+FORGED_RESENDS = {
+    "another effect": {"effect_id": "p/model/9"},
+    "another model": {"model": "cheaper"},
+    "other messages": {"messages": (Message.user("something else"),)},
+    "another definition": {"definition": "other"},
+}
+
+
+@pytest.mark.parametrize("forged", sorted(FORGED_RESENDS))
+def test_a_forged_resend_is_refused_and_changes_nothing(forged: str) -> None:
+    machine, call = started(Definition("s"))
+    machine.on_model(ModelUnknown(effect_id=call.request.effect_id, diagnostic="lost"))
+    before = machine.state
+    resend = ModelResend(request=call.request.model_copy(update=FORGED_RESENDS[forged]))
+    with pytest.raises(SettlementMismatch):
+        machine.resolve(resend)
+    assert machine.state == before and machine.status == "waiting"
+
+
+def test_a_tool_request_cannot_be_resent() -> None:
+    from pydantic import ValidationError
+
+    from scope_temporal.interaction.effects import ToolEffectRequest
+
+    fields = dict.fromkeys(("definition", "digest", "process_id", "parent_id", "effect_id"), "x")
+    request = ToolEffectRequest.model_validate(
+        {**fields, "ref": "x/1/0", "model_call_seq": 1, "call_index": 0, "granted": ()}
+        | {"call": {"id": "c", "name": "t", "arguments": "{}"}}
+    )
+    with pytest.raises(ValidationError):
+        ModelResend.model_validate({"request": request.model_dump()})
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        NotCalled(
+            code=errors.MODEL_UNAVAILABLE,
+            retryable=True,
+            message="",
+            retry_after=timedelta(seconds=-5),
+        ),
+        NotCalled(code=errors.MODEL_UNAVAILABLE, retryable=True, message="x", status=99999),
+        NotCalled(
+            code=errors.MODEL_UNAVAILABLE,
+            retryable=True,
+            message="x",
+            retry_after=timedelta(days=3650),
+        ),
+        NotCalled(code=errors.MODEL_REJECTED, retryable=True, message="x" * 100_000),
+    ],
+    ids=["negative-wait", "status-99999", "ten-years", "huge-message"],
+)
+def test_odd_not_called_values_from_an_activity_never_crash_the_machine(
+    reason: NotCalled,
+) -> None:
+    machine, call = started(Definition("t", model_retry=ModelRetry(attempts=2, jitter=0)))
+    not_run(machine, call, reason)
+    if machine.failure is None:  # retried after a sane wait
+        [wait] = machine.next_effects()
+        assert isinstance(wait, WaitRetry) and timedelta(0) < wait.delay <= timedelta(minutes=5)
+    else:  # given up, with the refusal's code
+        assert machine.failure.code in (errors.MODEL_UNAVAILABLE, errors.MODEL_REJECTED)
+    assert machine.state.phase != "failed" or machine.failure is not None
