@@ -16,16 +16,12 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
+from scope_temporal.approval import ApprovalPolicy, callable_name
 from scope_temporal.chat import Options
 from scope_temporal.code_digest import code_fingerprint
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen, freeze_json
-from scope_temporal.models.retry import (
-    DEFAULT_MODEL_RETRY,
-    ModelRetry,
-    check_model_options,
-    model_options_declaration,
-)
+from scope_temporal.models import retry
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.tools.spec import PERMISSIONS, ToolSpec, is_provider_tool_name
 from scope_temporal.tools.task_specs import TASK_TOOL_NAMES, TASK_TOOL_SPECS
@@ -228,15 +224,18 @@ class Definition(Frozen):
     the digest, and so is the completion validator's code (its source text, default
     values and closure: `code_digest.code_fingerprint`), not only its name.
 
+    `approval` (an `ApprovalPolicy`, e.g. `ApprovalPolicy.deny_writes()`) makes calls of
+    the tools it covers wait for an approval before their body runs; its approver hook
+    runs in workflow code like the completion validator, and is digested the same way.
     Model calls that provably did not run are retried by `model_retry`, then on each of
-    `fallback_models` in order; `max_total_tokens` bounds the tokens of the tree
-    (`interaction.limit.tokens`). See docs/models.md.
+    `fallback_models`; `max_total_tokens` bounds the tree's tokens (docs/models.md).
 
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
             a tool or two delegates with one name, an invalid name, capabilities that are
-            not read/write/exec, a delegate granted more than this Definition holds, a
-            fallback model named twice or like `model`, or `max_total_tokens` below 1.
+            not read/write/exec, a delegate granted more than this Definition holds, an
+            approval policy naming a tool this Definition does not bind, a fallback model
+            named twice or like `model`, or `max_total_tokens` below 1.
     """
 
     def __init__(
@@ -260,13 +259,14 @@ class Definition(Frozen):
         tool_timeout: timedelta = timedelta(minutes=10),
         tool_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
         tool_call_workflows: ToolCallWorkflows = "always",
-        model_retry: ModelRetry = DEFAULT_MODEL_RETRY,
+        approval: ApprovalPolicy | None = None,
+        model_retry: retry.ModelRetry = retry.DEFAULT_MODEL_RETRY,
         fallback_models: Sequence[str] = (),
         max_total_tokens: int | None = None,
     ) -> None:
         if not name or "/" in name:
             raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")
-        check_model_options(name, model, model_retry, fallback_models, max_total_tokens)
+        retry.check_model_options(name, model, model_retry, fallback_models, max_total_tokens)
         if max_model_calls is not None and max_model_calls < 1:
             raise DefinitionError(
                 f"Definition {name!r}: max_model_calls={max_model_calls} would never call the "
@@ -309,6 +309,8 @@ class Definition(Frozen):
                     "which this Definition is not granted. A delegate may only narrow."
                 )
             delegate_names.add(delegate.name)
+        if approval is not None:
+            approval.check_bound(name, toolset.names)
         self.name = name
         self.description = description
         self.instructions = instructions
@@ -326,6 +328,7 @@ class Definition(Frozen):
         self.tool_timeout = tool_timeout
         self.tool_heartbeat_timeout = tool_heartbeat_timeout
         self.tool_call_workflows: ToolCallWorkflows = tool_call_workflows
+        self.approval = approval
         self.model_retry = model_retry
         self.fallback_models: tuple[str, ...] = tuple(fallback_models)
         self.max_total_tokens = max_total_tokens
@@ -351,13 +354,9 @@ class Definition(Frozen):
         return (self.model, *self.fallback_models)
 
     def declaration(self) -> dict[str, Any]:
-        """The canonical configuration the digest covers (changes iff the declaration does;
-        the model options only when set, so Definitions without them keep their digest)."""
+        """The canonical configuration the digest covers (changes iff the declaration does)."""
         validator = self.completion_validator
-        optional = model_options_declaration(
-            self.model_retry, self.fallback_models, self.max_total_tokens
-        )
-        return optional | {
+        declared: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "instructions": self.instructions,
@@ -375,11 +374,7 @@ class Definition(Frozen):
             "completion_validator": (
                 None
                 if validator is None
-                else {
-                    "name": f"{getattr(validator, '__module__', '?')}."
-                    f"{getattr(validator, '__qualname__', type(validator).__qualname__)}",
-                    "code": code_fingerprint(validator),
-                }
+                else {"name": callable_name(validator), "code": code_fingerprint(validator)}
             ),
             "tool_call_workflows": self.tool_call_workflows,
             "timeouts": [
@@ -392,6 +387,12 @@ class Definition(Frozen):
                 )
             ],
         }
+        if self.approval is not None:  # only when set: other digests stay what they were
+            declared["approval"] = self.approval.declaration()
+        declared |= retry.model_options_declaration(
+            self.model_retry, self.fallback_models, self.max_total_tokens
+        )
+        return declared
 
     def __repr__(self) -> str:
         return f"Definition({self.name!r}, digest={self.digest[:12]})"

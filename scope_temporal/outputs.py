@@ -129,6 +129,9 @@ class Output(_Frozen):
     artifacts: tuple[Artifact, ...] = ()
     data: Any = None
     """The final text parsed and validated against the Definition's output schema, if any."""
+    approved_tools: tuple[str, ...] = ()
+    """Tools approved for the session when it completed (pre-approved, or approved with
+    `remember`): what a session passes to its next turn (see `ApprovalPolicy`)."""
     usage: TokenUsage = TokenUsage()
     """Tokens used by every model call of the tree (delegates included), per model."""
 
@@ -150,8 +153,8 @@ class Failure(_Frozen):
     """For an Interaction: the tokens its tree used before it failed (None: none reported)."""
 
     @classmethod
-    def of(cls, code: str, message: str) -> Failure:
-        return cls(code=code, kind=kind_of(code), message=message)
+    def of(cls, code: str, message: str, *, usage: TokenUsage | None = None) -> Failure:
+        return cls(code=code, kind=kind_of(code), message=message, usage=usage)
 
 
 class CompletionCandidate(_Frozen):

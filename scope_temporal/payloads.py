@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import ContextRef
+from scope_temporal.interaction.approvals import ApprovalGate
 from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.task_values import AttemptPlan
@@ -49,6 +50,9 @@ class InteractionInput(_Payload):
     """A tighter budget (a parent's Delegate setting)."""
     capabilities: tuple[str, ...] | None = None
     """A narrower grant (a parent's Delegate setting)."""
+    approved_tools: tuple[str, ...] = ()
+    """Tools approved for the session already (e.g. a session's earlier turn's
+    `Output.approved_tools`): their calls need no approval unless the approver denies."""
     track_status: bool = False
     """Upsert the ScopeStatus search attribute (only when the server has it registered)."""
     continue_as_new_every: int | None = None
@@ -75,6 +79,8 @@ class ToolCallInput(_Payload):
     this outcome (an input wait, or an unknown outcome) without entering the tool again."""
     paused: bool = False
     """The Interaction was paused when it promoted the call."""
+    approval: ApprovalGate | None = None
+    """The call waits for approval before its first attempt (never with `first_outcome`)."""
     payload_limit: int | None = None
     """The Interaction's recorded payload limit (None in histories from before it was
     passed down: the serving worker's limit then applies)."""

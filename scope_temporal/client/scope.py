@@ -91,6 +91,7 @@ class ScopeClient:
         *,
         id: str | None = None,
         continue_as_new_every: int | None = None,
+        approved_tools: Sequence[str] = (),
     ) -> InteractionHandle:
         """Start an Interaction of a Definition registered on the worker.
 
@@ -102,6 +103,9 @@ class ScopeClient:
             continue_as_new_every: also continue-as-new after this many model calls per
                 run (Temporal's own suggestion always applies); the state, the steer
                 mailbox and every counter carry over, so the outcome is the same.
+            approved_tools: tools approved for this run already (e.g. what an earlier
+                run's `Output.approved_tools` remembered): their calls need no approval
+                (the Definition's approver may still deny them). Stored in history.
 
         Raises:
             InteractionAlreadyStarted: a workflow with that id is running (code
@@ -127,6 +131,7 @@ class ScopeClient:
             messages=tuple(messages),
             track_status=track,
             continue_as_new_every=continue_as_new_every,
+            approved_tools=tuple(approved_tools),
         )
         self.check_sendable(input, "The start input", ScopeError)
         try:

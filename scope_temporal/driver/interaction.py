@@ -159,9 +159,7 @@ class InteractionDriver:
             case WaitRetry():
                 self._spawn(self._models.wait(machine, effect, transport))
             case StartToolCall():
-                self._spawn(
-                    run_tool_call(machine, effect.request, transport, self._children, self.limit)
-                )
+                self._spawn(run_tool_call(machine, effect, transport, self._children, self.limit))
             case StartDelegate():
                 settings = self._settings
                 self._spawn(

@@ -12,16 +12,17 @@ lead; the phase is assigned here and nowhere else.
 The rules it keeps (DESIGN.md section 2):
  1. Pending steers are applied, in arrival order, right before a model call, never during
     one and never in the middle of a batch.
- 2. A model outcome is a response, a definite host failure, not called (the model
-    provably did not run it), or unknown. Unknown holds the Effect for the host
-    (`resolve`: settle it, or send it again); only what provably did not run is retried
-    by the machine on its own, unless the Definition opts in (`retries.py`).
+ 2. A model outcome is a response, a definite host failure, not called (provably), or
+    unknown, held for the host (`resolve`: settle it, or send it again). Only what did
+    not run is retried by the machine itself, unless the Definition opts in (`retries.py`).
  3. A response breaking the loop's rules (duplicate call ids, nothing to say) fails with
     `interaction.model.invalid_response` and never enters the state.
  4. Tool calls run only with finish `tool_calls`; with `length` each call gets a
     "not executed" result and the model is called again; any other finish fails.
  5. Unknown tools, unauthorised tools and invalid arguments settle at admission with a
-    model-visible rejected result; no child starts (`rounds.py`).
+    model-visible rejected result; no child starts (`rounds.py`). So does a call the
+    approval policy denies; one that needs a person's approval waits for it before its
+    body runs, and an approval to remember covers the tool's later calls (`approvals.py`).
  6. Calls start as `scheduling.py` allows. The round commits, results in call order,
     only when every call is definite; advertisements commit only with a successful call.
  7. A candidate (a final reply, or a fully successful direct-result batch) completes only
@@ -127,13 +128,19 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         *,
         max_model_calls: int | None = None,
         capabilities: tuple[str, ...] | None = None,
+        approved_tools: tuple[str, ...] = (),
     ) -> InteractionMachine:
         """A fresh Interaction: instructions (if any) then `messages` as working context.
 
         `max_model_calls` and `capabilities` (a parent's delegate budget and grant) can only
-        tighten the Definition's own (`rules.initial_state`).
+        tighten the Definition's own. `approved_tools` are approved for the session
+        already (e.g. a session's earlier turns remembered them): their calls need no
+        approval unless the approver hook denies them; names the Definition does not
+        bind are ignored (`rules.initial_state`).
         """
-        state = rules.initial_state(definition, process_id, messages, max_model_calls, capabilities)
+        state = rules.initial_state(
+            definition, process_id, messages, max_model_calls, capabilities, approved_tools
+        )
         return cls(definition, state)
 
     # --- the one machine style -------------------------------------------------------
@@ -196,11 +203,8 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         choice to send the request again (a new Effect; the unknown one is superseded)."""
         self.check_resolution(settlement)
         match settlement:
-            case ModelSettlement():
-                self._apply(
-                    "resolve",
-                    lambda s: self._admit(s, settlement.response, settlement.messages_sent),
-                )
+            case ModelSettlement(response=response, messages_sent=sent):
+                self._apply("resolve", lambda s: self._admit(s, response, sent))
             case ModelResend():
                 self._apply("resolve", retries.resend)
             case _:
@@ -293,15 +297,12 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
                 "is in flight."
             )
         match outcome:
-            case ModelUnknown():
-                if retries.after_unknown(self.definition, s, outcome.diagnostic):
-                    s.phase = "backoff"
-            case ModelNotRun():
-                failure = retries.after_not_called(self.definition, s, outcome.reason)
-                if failure is not None:
-                    self._fail(s, failure.code, failure.message)
-                elif s.model is not None and s.model.timer is not None:
-                    s.phase = "backoff"
+            case ModelUnknown() | ModelNotRun():
+                after = retries.after(self.definition, s, outcome)
+                if isinstance(after, Failure):
+                    self._fail(s, after.code, after.message)
+                else:
+                    s.phase = after
             case ModelHostFailed():
                 self._fail(s, errors.HOST_FAILED, outcome.message)
             case ModelResponded():
@@ -393,8 +394,7 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         s.phase = "failed"
         s.round = None
         s.model = None
-        usage = s.usage if s.usage.models else None
-        s.failure = Failure(code=code, kind=errors.kind_of(code), message=message, usage=usage)
+        s.failure = Failure.of(code, message, usage=s.usage if s.usage.models else None)
 
 
 __all__ = ["TABLE", "InteractionMachine", "ResultEntry"]

@@ -22,13 +22,13 @@ the phase (`backoff` while a timer runs, `model` when the next attempt may go ou
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from scope_temporal import errors
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ProtocolError
 from scope_temporal.ids import model_effect_id
-from scope_temporal.interaction.effects import WaitRetry
+from scope_temporal.interaction.effects import ModelNotRun, ModelUnknown, WaitRetry
 from scope_temporal.interaction.snapshot import ModelAttempt
 from scope_temporal.interaction.state import InteractionState, PendingModel, RetryTimer
 from scope_temporal.models.not_called import NotCalled
@@ -36,6 +36,25 @@ from scope_temporal.outputs import Failure
 
 MAX_ATTEMPT_RECORDS = 100
 """Attempt records kept per Interaction (the oldest go first; the state stays bounded)."""
+
+
+def after(
+    definition: Definition, s: InteractionState, outcome: ModelUnknown | ModelNotRun
+) -> Failure | Literal["model", "backoff"]:
+    """What follows an attempt that gave no response: the phase its next step puts the
+    Interaction in (`backoff` while a wait runs; `model` for an attempt that goes out at
+    once, or an unknown held for the host), or the failure that ends it."""
+    match outcome:
+        case ModelUnknown():
+            resent = after_unknown(definition, s, outcome.diagnostic)
+            return "backoff" if resent else "model"
+        case ModelNotRun():
+            failure = after_not_called(definition, s, outcome.reason)
+            if failure is not None:
+                return failure
+            return "backoff" if s.model is not None and s.model.timer is not None else "model"
+        case _:
+            assert_never(outcome)
 
 
 def after_not_called(
@@ -250,6 +269,7 @@ def _tried(s: InteractionState, seq: int) -> list[str]:
 
 __all__ = [
     "MAX_ATTEMPT_RECORDS",
+    "after",
     "after_not_called",
     "after_unknown",
     "resend",

@@ -86,9 +86,15 @@ class LocalRunner:
         return {d.name: d for d in self.registry.definitions}
 
     async def start(
-        self, definition: str, messages: Sequence[Message], *, id: str | None = None
+        self,
+        definition: str,
+        messages: Sequence[Message],
+        *,
+        id: str | None = None,
+        approved_tools: Sequence[str] = (),
     ) -> LocalRun:
-        """Start an Interaction of `definition`; returns at once with its handle."""
+        """Start an Interaction of `definition`; returns at once with its handle.
+        `approved_tools` as for `ScopeClient.start`."""
         if self.registry.lookup(definition) is None:
             raise errors.UnknownDefinition(
                 f"No Definition named {definition!r} (known: {self.registry.names})."
@@ -96,7 +102,12 @@ class LocalRunner:
         self._runs += 1
         run = LocalRun(self, id or f"local-{self._runs}")
         opened = run.engine.open_interaction(
-            run.id, InteractionInput(definition=definition, messages=tuple(messages))
+            run.id,
+            InteractionInput(
+                definition=definition,
+                messages=tuple(messages),
+                approved_tools=tuple(approved_tools),
+            ),
         )
         if isinstance(opened, Failure):
             raise errors.refusal(opened.code, opened.message)

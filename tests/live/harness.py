@@ -72,6 +72,7 @@ def in_mode(definition: Definition, mode: ToolCallWorkflows) -> Definition:
         tool_timeout=definition.tool_timeout,
         tool_heartbeat_timeout=definition.tool_heartbeat_timeout,
         tool_call_workflows=mode,
+        approval=definition.approval,
         model_retry=definition.model_retry,
         fallback_models=definition.fallback_models,
         max_total_tokens=definition.max_total_tokens,

@@ -12,6 +12,10 @@ from pydantic import BaseModel
 from temporalio.client import Client
 
 from scope_temporal import (
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRecord,
+    ApprovalRequest,
     BackgroundTool,
     Definition,
     LocalFileMaterializer,
@@ -63,11 +67,18 @@ def build_model() -> Model:
     return model
 
 
+def non_prod(request: ApprovalRequest) -> ApprovalDecision:
+    if str(request.arguments.get("table", "")).startswith("prod_"):
+        return ApprovalDecision.ask()
+    return ApprovalDecision.approve("not production")
+
+
 def build_worker(client: Client) -> ScopeWorker:
     agent = Definition(
         "agent",
         tools=ToolSet("t", [lookup, export]),
         model_heartbeat_timeout=timedelta(seconds=5),
+        approval=ApprovalPolicy.deny_writes(approver=non_prod, otherwise="ask"),
         model_retry=ModelRetry(attempts=3, ambiguous=1),
         fallback_models=("backup",),
         max_total_tokens=200_000,
@@ -82,8 +93,17 @@ def build_worker(client: Client) -> ScopeWorker:
 
 
 async def ask(scope: ScopeClient) -> str:
-    handle = await scope.start("agent", [Message.user("hi")], id="user-program")
+    handle = await scope.start(
+        "agent", [Message.user("hi")], id="user-program", approved_tools=["export"]
+    )
     snap = await handle.snapshot()
+    for pending in snap.pending_tool_inputs:
+        if pending.kind == "approval":
+            await handle.answer(pending, "a1", {"decision": "deny", "reason": "not now"})
+    decided: list[ApprovalRecord] = [
+        e.approval for r in snap.settled_results for e in r.entries if e.approval is not None
+    ]
+    assert all(d.by in ("person", "approver", "remembered", "policy") for d in decided)
     tasks: list[TaskSnapshot] = snap.tasks
     if tasks and not tasks[0].ended:
         await handle.cancel_task(tasks[0].task_id, "not needed")
@@ -91,5 +111,6 @@ async def ask(scope: ScopeClient) -> str:
         if unknown.kind == "model":
             await handle.retry_model_call(unknown)
     out = await handle.result()
+    approved: tuple[str, ...] = out.approved_tools
     spent: int = out.usage.total_tokens + snap.usage.models["default"].input_tokens
-    return f"{out.text} ({spent} tokens)"
+    return f"{out.text}{','.join(approved)} ({spent} tokens)"
