@@ -81,6 +81,7 @@ from scope_temporal.interaction.events import (
 )
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
+    ModelAttempt,
     PendingToolInput,
     ProcessSnapshot,
     ResultEntry,
@@ -95,6 +96,7 @@ from scope_temporal.models import (
     ModelNotCalled,
     ModelRejected,
     ModelRequest,
+    ModelRetry,
     ModelUnavailable,
     NotCalled,
     NotProven,
@@ -105,7 +107,13 @@ from scope_temporal.models import (
     retry_after_from_headers,
 )
 from scope_temporal.models.streaming import LiveText, stream_delta
-from scope_temporal.outputs import Artifact, CompletionCandidate, CompletionDecision, Output
+from scope_temporal.outputs import (
+    Artifact,
+    CompletionCandidate,
+    CompletionDecision,
+    Output,
+    TokenUsage,
+)
 from scope_temporal.settle import settle_model_result, settle_tool_result
 from scope_temporal.storage import DirectoryStorage
 from scope_temporal.tools import (
@@ -183,10 +191,12 @@ __all__ = [
     "Message",
     "Middleware",
     "Model",
+    "ModelAttempt",
     "ModelContextOverflow",
     "ModelNotCalled",
     "ModelRejected",
     "ModelRequest",
+    "ModelRetry",
     "ModelSettledEvent",
     "ModelStartedEvent",
     "ModelUnavailable",
@@ -223,6 +233,7 @@ __all__ = [
     "TaskRun",
     "TaskSnapshot",
     "TextEvent",
+    "TokenUsage",
     "Tool",
     "ToolCall",
     "ToolCallRef",

@@ -30,8 +30,10 @@ from scope_temporal.cli._render import (
     depth,
     effect_label,
     model_line,
+    not_called_line,
     output_lines,
     result_line,
+    retry_command,
     settle_command,
     shorten,
     task_line,
@@ -148,6 +150,11 @@ class Follower:
                 self._stream(event)
             case "model_settled":
                 assert isinstance(event, ModelSettledEvent)
+                if event.not_called is not None:
+                    line = not_called_line(
+                        event.model_call_seq, event.model or "?", event.not_called, event.retried
+                    )
+                    self._say(pid, [line])
                 if event.message is not None:
                     self._round_sizes[(pid, event.model_call_seq)] = len(event.message.tool_calls)
                     self._say(pid, [model_line(event.model_call_seq, event.message)])
@@ -214,13 +221,19 @@ class Follower:
             self.handle.id, event.effect_id, event.effect_kind, self.command_args
         )
         label = effect_label(event.call, event.model_call_seq, event.definition)
+        retry = retry_command(self.handle.id, event.effect_id, self.command_args)
         self._say(
             event.process_id,
             [
                 f"! outcome unknown: {label}",
                 f"{INDENT}why: {shorten(event.diagnostic, 110)}",
-                f"{INDENT}nothing is retried; investigate, then settle it with:",
+                f"{INDENT}nothing is retried by itself; investigate, then settle it with:",
                 f"{INDENT}{command}",
+                *(
+                    [f"{INDENT}or send the request again (a new call):", INDENT + retry]
+                    if event.effect_kind == "model"
+                    else []
+                ),
             ],
         )
 
@@ -268,7 +281,8 @@ class Follower:
             return Outcome("completed", output=event.output)
         if isinstance(event, FailedEvent):
             failure = event.failure
-            return Outcome("failed", error=f"[{failure.code}] {failure.message}")
+            spent = f" ({failure.usage} used)" if failure.usage and failure.usage.models else ""
+            return Outcome("failed", error=f"[{failure.code}] {failure.message}{spent}")
         return await self._result()
 
     async def _result(self) -> Outcome:

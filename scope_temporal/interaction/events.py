@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from scope_temporal.chat import FinishReason, Message, ToolCall, Usage
 from scope_temporal.interaction.snapshot import PendingToolInput, ResultEntry, TaskSnapshot
+from scope_temporal.models.not_called import NotCalled
 from scope_temporal.outputs import Failure, Output
 
 
@@ -53,13 +54,21 @@ class TextEvent(_Event):
 
 
 class ModelSettledEvent(_Event):
-    """A model call settled: a response (the loop then judges it), or a definite host
-    failure. An unknown outcome is `unknown_opened` instead; a host's settlement of it
-    is this event with `settled_by_host`."""
+    """A model call settled: a response (the loop then judges it), a definite host
+    failure, or a call the model provably did not run (`not_called`: retried as a new
+    Effect when `retried`, else the Interaction fails with its code). An unknown outcome is
+    `unknown_opened` instead; a host's settlement of it is this event with
+    `settled_by_host`."""
 
     kind: Literal["model_settled"] = "model_settled"
     model_call_seq: int
-    outcome: Literal["responded", "host_failed"]
+    outcome: Literal["responded", "host_failed", "not_called"]
+    model: str | None = None
+    """The model's name on the worker (set for `not_called`)."""
+    not_called: NotCalled | None = None
+    """Why the model did not run it (set for `not_called`)."""
+    retried: bool = False
+    """Whether the loop sends it again (set for `not_called`)."""
     message: Message | None = None
     """What the model said (None for a host failure)."""
     finish_reason: FinishReason | None = None

@@ -32,7 +32,9 @@ from scope_temporal.interaction.effects import (
     Effect,
     ModelEffectRequest,
     ModelHostFailed,
+    ModelNotRun,
     ModelOutcome,
+    ModelResend,
     ModelResponded,
     ModelSettlement,
     ModelUnknown,
@@ -135,9 +137,14 @@ class InteractionNews:
         return events + self._end(s)
 
     def model(
-        self, request: ModelEffectRequest, outcome: ModelOutcome | ModelSettlement
+        self,
+        request: ModelEffectRequest,
+        outcome: ModelOutcome | ModelSettlement | ModelResend,
+        *,
+        retried: bool = False,
     ) -> list[Event]:
-        """Events of a model call's outcome, or of a host's settlement of its unknown."""
+        """Events of a model call's outcome, or of a host's settlement of its unknown
+        (`retried`: the loop sends a not-called request again)."""
         seq = request.model_call_seq
         pid = self._process_id
         match outcome:
@@ -160,6 +167,18 @@ class InteractionNews:
                     process_id=pid, model_call_seq=seq, outcome="host_failed"
                 )
                 return [failed]
+            case ModelNotRun(reason=reason):
+                not_called = ModelSettledEvent(
+                    process_id=pid,
+                    model_call_seq=seq,
+                    outcome="not_called",
+                    model=request.model,
+                    not_called=reason,
+                    retried=retried,
+                )
+                return [not_called]
+            case ModelResend():  # the host sends it again: the unknown is settled
+                return [UnknownSettledEvent(process_id=pid, effect_id=request.effect_id)]
             case ModelUnknown(diagnostic=diagnostic):
                 return [
                     UnknownOpenedEvent(

@@ -14,6 +14,7 @@ import asyncio
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from scope_temporal import (
     InteractionHandle,
     Message,
     ModelRequest,
+    ModelUnavailable,
     Response,
     ScopeClient,
     ScopeWorker,
@@ -30,6 +32,7 @@ from scope_temporal import (
     ToolResult,
     TreeSnapshot,
     UnknownEffect,
+    Usage,
     reply,
     settle_model_result,
     settle_tool_result,
@@ -87,6 +90,8 @@ class Run:
     continue_as_new_every: int | None = None
     steer_at_wait: bool = False
     """Steer when the approval wait shows (the batch is running), else right at the start."""
+    resend_model: bool = False
+    """Send an unknown model call again (`retry_model_call`) instead of settling it."""
 
 
 def _approvals() -> ScriptedModel:
@@ -125,13 +130,29 @@ RUNS: dict[str, Run] = {
     ),
     "recorded-approvals": Run(_approvals),
     "recorded-approvals-on-demand": Run(_approvals),
+    "recorded-model-retry": Run(
+        lambda: ScriptedModel(
+            [
+                ModelUnavailable(
+                    "Rate limit reached", status=429, retry_after=timedelta(seconds=1)
+                ),
+                TimeoutError("provider connection reset"),
+                reply.text("answered on the third attempt").model_copy(
+                    update={"usage": Usage(input_tokens=12, output_tokens=5)}
+                ),
+                reply.text("answered after the steer"),  # if the steer came after call #1
+            ]
+        ),
+        resend_model=True,
+    ),
 }
 
 
 async def _host(handle: InteractionHandle, run: Run) -> None:
     """Follow the tree's events (so the histories hold the stream's polls and the
     children's batches): answer input waits (approval waits from `APPROVAL_ANSWERS`, in
-    order), steer once, settle unknowns (tool: sent; model: a text reply)."""
+    order), steer once, settle unknowns (tool: sent; model: a text reply, or sent again
+    with `resend_model`)."""
     steered = False
     approvals = 0
     if not run.steer_at_wait:
@@ -151,15 +172,17 @@ async def _host(handle: InteractionHandle, run: Run) -> None:
             snap: TreeSnapshot = await handle.snapshot()
             for unknown in snap.unknown_effects:
                 if unknown.effect_id == event.effect_id:
-                    await _settle(handle, unknown)
+                    await _settle(handle, unknown, run)
 
 
-async def _settle(handle: InteractionHandle, unknown: UnknownEffect) -> None:
+async def _settle(handle: InteractionHandle, unknown: UnknownEffect, run: Run) -> None:
     request = unknown.request
     if request.kind == "tool":
         call = request.call
         result = ToolResult(call_id=call.id, name=call.name, content="sent (checked)")
         await handle.resolve(unknown, settle_tool_result(request, result, "succeeded"))
+    elif run.resend_model:
+        await handle.retry_model_call(unknown)
     else:
         response = reply.text("recovered from the provider's log")
         await handle.resolve(unknown, settle_model_result(request, response, request.messages))
