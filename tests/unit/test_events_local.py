@@ -6,15 +6,21 @@ in order; it resumes after any offset; an offset the stream has not reached is r
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 
 from scope_temporal import (
+    Definition,
     Event,
     EventOffsetError,
     Message,
+    ModelRetry,
+    ModelSettledEvent,
+    ModelUnavailable,
     ScriptedModel,
     ToolResult,
+    reply,
     settle_tool_result,
 )
 from scope_temporal.testing import LocalRun, LocalRunner
@@ -87,3 +93,40 @@ async def test_a_local_host_resumes_after_an_offset_and_an_offset_ahead_is_refus
     with pytest.raises(EventOffsetError):
         async for _ in run.events(after=-5):
             pass
+
+
+async def test_a_local_host_sees_a_call_the_model_did_not_run_and_a_resent_unknown() -> None:
+    model = ScriptedModel(
+        [
+            ModelUnavailable("Rate limit reached", status=429),
+            TimeoutError("connection reset after the request was written"),
+            reply.text("answered at last"),
+        ]
+    )
+    retrying = Definition(
+        "events-retry",
+        model_retry=ModelRetry(initial_interval=timedelta(milliseconds=5), jitter=0.0),
+    )
+    run = await LocalRunner(definitions=[retrying], models={"default": model}).start(
+        "events-retry", [Message.user("hi")]
+    )
+    seen: list[Event] = []
+    async for event in run.events():
+        seen.append(event)
+        if event.kind == "unknown_opened":
+            [unknown] = (await run.idle()).unknown_effects
+            await run.retry_model_call(unknown)
+    assert (await run.result()).text == "answered at last"
+    [not_called] = [e for e in seen if isinstance(e, ModelSettledEvent) and e.not_called]
+    assert not_called.outcome == "not_called" and not_called.retried
+    assert not_called.not_called is not None and not_called.not_called.status == 429
+    assert [e.kind for e in seen] == [
+        "model_started",
+        "model_settled",  # not called: 429, retried after the backoff
+        "model_started",
+        "unknown_opened",
+        "unknown_settled",  # the host sent it again
+        "model_started",
+        "model_settled",
+        "completed",
+    ]
