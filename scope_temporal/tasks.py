@@ -20,6 +20,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from scope_temporal import errors, names
 from scope_temporal.interaction.snapshot import TaskSnapshot
 from scope_temporal.payloads import TaskCancelInput
+from scope_temporal.update_retry import execute_update
 
 
 class TemporalTaskAccess:
@@ -73,7 +74,8 @@ class TemporalTaskAccess:
         """
         handle = self.client.get_workflow_handle(task_id)
         try:
-            result = await handle.execute_update(
+            result = await execute_update(
+                handle,
                 names.TASK_CANCEL,
                 TaskCancelInput(reason=reason),
                 result_type=TaskSnapshot,

@@ -39,6 +39,7 @@ from scope_temporal.payloads import ControlInput, ResolveInput, SteerInput, Tool
 from scope_temporal.settle import resend_model_call
 from scope_temporal.tasks import TemporalTaskAccess
 from scope_temporal.tools.validation import validate_value
+from scope_temporal.update_retry import execute_update
 
 
 class Sender(Protocol):
@@ -70,7 +71,7 @@ class InteractionHandle:
     async def _update(self, process_id: str, update: str, payload: BaseModel) -> Any:
         self.scope.check_sendable(payload, f"The {update} input", errors.InvalidSignal)
         try:
-            return await self._workflow(process_id).execute_update(update, payload)
+            return await execute_update(self._workflow(process_id), update, payload)
         except WorkflowUpdateFailedError as error:
             raise _typed(error) from error
         except RPCError as error:

@@ -24,13 +24,17 @@ from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapsho
 from scope_temporal.payloads import TaskCancelInput, TaskInput, TaskReport, ToolInputAnswer
 from scope_temporal.workflows.events import NoEvents, SentEvents
 from scope_temporal.workflows.outcomes import update_rejection
+from scope_temporal.workflows.task_commands import (
+    CommandsInTask,
+    refuse_update_after_commands,
+)
 from scope_temporal.workflows.temporal import TemporalTransport
 
 
 # ScopeError: deterministic framework errors fail the workflow with their code.
 # Not sandboxed: no user code runs here (see the note on InteractionWorkflow).
 @workflow.defn(name=names.TASK_WORKFLOW, failure_exception_types=[ScopeError], sandboxed=False)
-class BackgroundTaskWorkflow:
+class BackgroundTaskWorkflow(CommandsInTask):
     """One background task."""
 
     @workflow.init
@@ -56,6 +60,7 @@ class BackgroundTaskWorkflow:
 
     @cancel.validator
     def _validate_cancel(self, input: TaskCancelInput) -> None:
+        refuse_update_after_commands()
         try:
             self._driver.validate_cancel()
         except ScopeError as error:
@@ -77,6 +82,7 @@ class BackgroundTaskWorkflow:
 
     @tool_input_update.validator
     def _validate_tool_input(self, input: ToolInputAnswer) -> None:
+        refuse_update_after_commands()
         try:
             self._driver.validate_answer(input)
         except ScopeError as error:

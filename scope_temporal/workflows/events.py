@@ -30,6 +30,7 @@ from temporalio.exceptions import ApplicationError
 
 from scope_temporal import names
 from scope_temporal.interaction.events import Event
+from scope_temporal.workflows.task_commands import command_issued, commands_may_precede_an_update
 
 MAX_POLLS = 5
 """Subscribers long-polling one root at once. Temporal lets 10 updates be in flight per
@@ -72,6 +73,10 @@ class TreeStream(WorkflowStream):
 
     def _validate_poll(self, payload: PollInput) -> None:
         super()._validate_poll(payload)
+        if commands_may_precede_an_update():
+            # refused as "draining" (workflow_streams' subscribers retry shortly): see
+            # `task_commands` for why an update may not follow a command in one task
+            raise ApplicationError("the Interaction is busy", type=STREAM_DRAINING)
         if not self._open:
             # Measured: a poll accepted while the first run records its settings (a local
             # activity) could replay in another order than it ran (the activity's result
@@ -149,6 +154,7 @@ class SentEvents:
             publish = PublishInput(
                 items=entries, publisher_id=workflow.info().run_id, sequence=self._sequence
             )
+            command_issued()
             try:
                 await workflow.get_external_workflow_handle(self._root_id).signal(
                     names.STREAM_PUBLISH_SIGNAL, publish

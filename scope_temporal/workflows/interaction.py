@@ -33,6 +33,11 @@ from scope_temporal.payloads import (
 from scope_temporal.workflows import inputs, serving
 from scope_temporal.workflows.events import SentEvents, TreeStream
 from scope_temporal.workflows.outcomes import failure_error, update_rejection
+from scope_temporal.workflows.task_commands import (
+    CommandsInTask,
+    command_issued,
+    refuse_update_after_commands,
+)
 from scope_temporal.workflows.temporal import TemporalTransport
 
 
@@ -50,7 +55,7 @@ from scope_temporal.workflows.temporal import TemporalTransport
     failure_exception_types=[ScopeError],
     sandboxed=False,
 )
-class InteractionWorkflow:
+class InteractionWorkflow(CommandsInTask):
     """One Interaction of any registered Definition (chosen by name from the input)."""
 
     @workflow.init
@@ -107,6 +112,7 @@ class InteractionWorkflow:
         diverging), never the replaying worker's configuration."""
         definition = driver.machine.definition
         settings = settings_of(definition, serving.current())
+        command_issued()
         recorded = await workflow.execute_local_activity(
             names.RECORD_DIGEST_ACTIVITY,
             settings,
@@ -143,6 +149,7 @@ class InteractionWorkflow:
 
     @steer_update.validator
     def _validate_steer(self, raw: RawValue) -> None:
+        refuse_update_after_commands()
         try:
             self._require_driver().validate_steer(inputs.decode(raw, SteerInput, "steer"))
         except ScopeError as error:
@@ -168,6 +175,7 @@ class InteractionWorkflow:
 
     @resolve_update.validator
     def _validate_resolve(self, raw: RawValue) -> None:
+        refuse_update_after_commands()
         try:
             self._require_driver().validate_resolve(inputs.decode(raw, ResolveInput, "resolve"))
         except ScopeError as error:

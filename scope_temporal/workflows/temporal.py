@@ -68,6 +68,7 @@ from scope_temporal.tools.outcome import (
     Unknown,
 )
 from scope_temporal.workflows.events import NoEvents, Outlet, TreeStream
+from scope_temporal.workflows.task_commands import command_issued
 
 R = TypeVar("R")
 
@@ -206,11 +207,13 @@ class TemporalTransport:
         return outcome
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:
+        command_issued()
         await workflow.sleep(delay, summary=summary)
 
     # --- children --------------------------------------------------------------------
 
     async def start_task(self, input: TaskInput, *, summary: str) -> str | None:
+        command_issued()
         try:
             await workflow.start_child_workflow(
                 names.TASK_WORKFLOW,
@@ -240,12 +243,14 @@ class TemporalTransport:
         )
 
     async def signal(self, process_id: str, signal: str, payload: Any) -> None:
+        command_issued()
         try:
             await workflow.get_external_workflow_handle(process_id).signal(signal, payload)
         except Exception as error:  # the child ended meanwhile: nothing to deliver to
             workflow.logger.info("signal %s to %s not delivered: %s", signal, process_id, error)
 
     async def cancel_task(self, task_id: str) -> None:
+        command_issued()
         try:
             await workflow.get_external_workflow_handle(task_id).cancel()
         except Exception as error:  # ended already: nothing to stop
@@ -254,6 +259,7 @@ class TemporalTransport:
     # --- the run ---------------------------------------------------------------------
 
     def record_status(self, definition: str, status: str) -> None:
+        command_issued()
         workflow.upsert_search_attributes(
             [
                 names.DEFINITION_ATTRIBUTE.value_set(definition),
@@ -269,6 +275,7 @@ class TemporalTransport:
         await workflow.wait_condition(workflow.all_handlers_finished)
         if isinstance(self.events, TreeStream):  # the next run hosts the stream on
             input = input.model_copy(update={"stream": self.events.carried()})
+        command_issued()
         workflow.continue_as_new(input)
 
     # --- background attempts ---------------------------------------------------------
@@ -277,6 +284,7 @@ class TemporalTransport:
         self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
     ) -> _Attempt:
         plan = input.plan
+        command_issued()
         return _Attempt(
             workflow.start_activity(
                 names.TASK_ATTEMPT_ACTIVITY,
@@ -330,6 +338,7 @@ async def _once(
     summary: str,
 ) -> Any:
     """Run an activity once (never retried): its result, or `Lost` if it returned none."""
+    command_issued()
     try:
         return await workflow.execute_activity(
             activity,
@@ -348,6 +357,7 @@ async def _run_child(
     workflow_type: str, input: BaseModel, result_type: type[R], *, id: str, summary: str
 ) -> R | ChildEnd:
     """Start a child workflow (cancelled with its parent) and wait for its result."""
+    command_issued()
     try:
         handle = await workflow.start_child_workflow(
             workflow_type,

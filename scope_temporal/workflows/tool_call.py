@@ -20,6 +20,10 @@ from scope_temporal.payloads import ControlInput, ResolveInput, ToolCallInput, T
 from scope_temporal.workflows import inputs, serving
 from scope_temporal.workflows.events import NoEvents, SentEvents
 from scope_temporal.workflows.outcomes import failure_error, update_rejection
+from scope_temporal.workflows.task_commands import (
+    CommandsInTask,
+    refuse_update_after_commands,
+)
 from scope_temporal.workflows.temporal import TemporalTransport
 
 
@@ -31,7 +35,7 @@ from scope_temporal.workflows.temporal import TemporalTransport
     failure_exception_types=[ScopeError],
     sandboxed=False,
 )
-class ToolCallWorkflow:
+class ToolCallWorkflow(CommandsInTask):
     """The Tool call Process of one logical call."""
 
     @workflow.init
@@ -75,6 +79,7 @@ class ToolCallWorkflow:
 
     @tool_input_update.validator
     def _validate_tool_input(self, raw: RawValue) -> None:
+        refuse_update_after_commands()
         try:
             self._driver.validate_answer(inputs.decode(raw, ToolInputAnswer, "tool_input"))
         except ScopeError as error:
@@ -99,6 +104,7 @@ class ToolCallWorkflow:
 
     @resolve_update.validator
     def _validate_resolve(self, raw: RawValue) -> None:
+        refuse_update_after_commands()
         try:
             self._driver.validate_resolve(inputs.decode(raw, ResolveInput, "resolve"))
         except ScopeError as error:

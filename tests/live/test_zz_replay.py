@@ -11,7 +11,9 @@ where an endpoint echoed it, the history holds it masked.
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 from pydantic import BaseModel
 from temporalio.client import WorkflowHistory
@@ -110,6 +112,10 @@ async def replay_with_deadline(
     return None
 
 
+FAILED_HISTORIES = Path(tempfile.gettempdir()) / "scope-temporal-replay-failures"
+"""Where a history that did not replay is written, to study it after the run."""
+
+
 async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvironment) -> None:
     # Make sure at least one full tool round with a ToolCall workflow, and one background
     # task, exist even when this file runs alone.
@@ -187,7 +193,10 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             continue
         replayed[execution.workflow_type] += 1
         if result.replay_failure is not None:
-            failures[execution.id] = repr(result.replay_failure)
+            kept = FAILED_HISTORIES / f"{execution.id.replace('/', '_')}.json"
+            FAILED_HISTORIES.mkdir(parents=True, exist_ok=True)
+            kept.write_text(history.to_json())
+            failures[execution.id] = f"{result.replay_failure!r} (history kept in {kept})"
     assert replayed[INTERACTION_WORKFLOW] >= 1 and replayed[TOOL_CALL_WORKFLOW] >= 1
     assert replayed[TASK_WORKFLOW] >= 1
     assert failures == {}

@@ -64,7 +64,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("interaction",)),
     ("protocol", ("payloads", "settle", "background.envelopes")),
     ("driver", ("driver",)),
-    ("sides", ("workflows", "activities", "background", "tasks", "telemetry")),
+    ("sides", ("workflows", "activities", "background", "tasks", "update_retry", "telemetry")),
     (
         "shell",
         ("worker", "client", "tree", "converter", "storage", "versioning", "testing"),
