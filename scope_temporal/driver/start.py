@@ -53,6 +53,7 @@ def settings_of(definition: Definition, registry: Registry) -> RunSettings:
         delegates=tuple(
             d.definition for d in definition.delegates if registry.lookup(d.definition)
         ),
+        attention=True,
     )
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NoReturn, Protocol
 
+from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
@@ -97,6 +98,11 @@ class Host(Protocol):
 
     def warn(self, message: str) -> None:
         """Tell the operator (never again on replay)."""
+        ...
+
+    def report(self, process_id: str, report: AttentionReport) -> None:
+        """Tell the Interaction `process_id` what this Process needs from a person
+        (signal `scope.attention`, fire-and-forget: one that ended has nobody to tell)."""
         ...
 
 

@@ -17,6 +17,7 @@ from scope_temporal import errors, names
 from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.driver.start import open_machine, settings_of
 from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
@@ -198,6 +199,11 @@ class InteractionWorkflow:
             driver.reject("", "resume", error)
             return
         driver.resume()
+
+    @workflow.signal(name=names.ATTENTION)
+    def attention_signal(self, report: AttentionReport) -> None:
+        """A child's report of what it needs from a person (sent by the SDK only)."""
+        self._require_driver().attention_signal(report)
 
     @workflow.query(name=names.SNAPSHOT_QUERY)
     def snapshot(self) -> ProcessSnapshot:

@@ -33,6 +33,7 @@ from scope_temporal.driver.transport import (
     OutcomeKind,
     Refused,
 )
+from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
@@ -116,6 +117,9 @@ def _lost(error: ActivityError) -> Lost:
 class TemporalTransport:
     """The transport of every scope-temporal workflow (see `driver.transport`)."""
 
+    def __init__(self) -> None:
+        self._sending: set[asyncio.Task[None]] = set()  # reports in flight (kept alive)
+
     # --- waiting and showing ---------------------------------------------------------
 
     async def wait_until(self, ready: Callable[[], bool]) -> None:
@@ -129,6 +133,12 @@ class TemporalTransport:
 
     def warn(self, message: str) -> None:
         workflow.logger.warning(message)
+
+    def report(self, process_id: str, report: AttentionReport) -> None:
+        # a task of its own, started now: its command follows the change it reports
+        sending = asyncio.create_task(self.signal(process_id, names.ATTENTION, report))
+        self._sending.add(sending)
+        sending.add_done_callback(self._sending.discard)
 
     def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
         workflow_counters.record_outcome(request, outcome)
