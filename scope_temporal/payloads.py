@@ -99,6 +99,9 @@ class ToolCallInput(_Payload):
     passed down: the serving worker's limit then applies)."""
     report_to: str | None = None
     """The Interaction to tell when the call waits for a person or holds an unknown."""
+    task_queue: str | None = None
+    """The task queue of the workers that run the tool's body (`@tool(task_queue=...)`),
+    fixed when the call starts; None: the Interaction's own."""
 
 
 class ModelActivityInput(_Payload):

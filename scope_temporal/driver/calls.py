@@ -80,6 +80,7 @@ async def attempt_tool(
     start_to_close: timedelta,
     heartbeat: timedelta | None,
     report_to: str | None = None,
+    task_queue: str | None = None,
 ) -> ToolOutcome:
     """Enter the tool body once (never retried).
 
@@ -88,6 +89,8 @@ async def attempt_tool(
     `launch_result`. A task that cannot start leaves the call unknown: its run may be
     going on (held for a handoff, or a recoverable operation), and only the host can say
     what became of it. A task started tells `report_to` when it waits for an answer.
+    `task_queue`: the pool that runs the body (None: the Interaction's own); an attempt
+    no worker of it picks up within `start_to_close` is unknown, never run elsewhere.
 
     Raises:
         asyncio.CancelledError: the process itself is being cancelled; nobody will
@@ -98,6 +101,7 @@ async def attempt_tool(
         ToolActivityInput(attempt=attempt, heartbeat=heartbeat),
         start_to_close=start_to_close,
         summary=summary if attempt.entry == 1 else f"{summary} #{attempt.entry}",
+        task_queue=task_queue,
     )
     if isinstance(outcome, Lost):
         return Unknown(code=errors.TOOL_EXECUTION_FAILED, diagnostic=outcome.diagnostic)
@@ -136,6 +140,7 @@ def tool_call_input(
         payload_limit=limit,
         approval=effect.approval,
         report_to=report_to,
+        task_queue=spec.task_queue if spec is not None else None,
     )
 
 
@@ -174,6 +179,7 @@ async def run_tool_call(
             start_to_close=payload.start_to_close,
             heartbeat=payload.heartbeat,
             report_to=report_to,
+            task_queue=payload.task_queue,
         )
         if not isinstance(outcome, InputRequired | Unknown):
             if not machine.done:

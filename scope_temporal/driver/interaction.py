@@ -174,9 +174,7 @@ class InteractionDriver:
                 self._spawn(self._models.call(machine, effect, transport, self.limit))
             case StartToolCall():
                 self._spawn(
-                    run_tool_call(
-                        machine, effect, transport, self._children, self.limit, report_to
-                    )
+                    run_tool_call(machine, effect, transport, self._children, self.limit, report_to)
                 )
             case StartDelegate():
                 settings = self._settings

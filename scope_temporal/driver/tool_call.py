@@ -81,6 +81,8 @@ class ToolCallDriver:
                     attempt,
                     start_to_close=input.start_to_close,
                     heartbeat=input.heartbeat,
+                    report_to=input.report_to,
+                    task_queue=input.task_queue,
                 )
                 with contextlib.suppress(ScopeError):  # a crash: the machine has failed closed
                     machine.on_outcome(outcome)

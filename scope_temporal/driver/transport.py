@@ -110,9 +110,16 @@ class ToolCallTransport(Host, Protocol):
     """What a Tool call Process needs: one tool attempt at a time."""
 
     async def run_tool(
-        self, input: ToolActivityInput, *, start_to_close: timedelta, summary: str
+        self,
+        input: ToolActivityInput,
+        *,
+        start_to_close: timedelta,
+        summary: str,
+        task_queue: str | None = None,
     ) -> AttemptOutcome | Lost:
-        """Enter the tool body once (`scope.tool`, never retried)."""
+        """Enter the tool body once (`scope.tool`, never retried), on the workers of
+        `task_queue` only (None: the process's own); an attempt none of them picks up
+        within `start_to_close` is `Lost`."""
         ...
 
     async def start_task(self, input: TaskInput, *, summary: str) -> str | None:

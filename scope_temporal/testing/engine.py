@@ -272,8 +272,14 @@ class LocalTransport:
             live.pop(request.process_id, None)
 
     async def run_tool(
-        self, input: ToolActivityInput, *, start_to_close: timedelta, summary: str
+        self,
+        input: ToolActivityInput,
+        *,
+        start_to_close: timedelta,
+        summary: str,
+        task_queue: str | None = None,
     ) -> AttemptOutcome | Lost:
+        del task_queue  # in-process, one pool runs every tool
         runner = self._engine.runner
         return await attempt_once(
             input.attempt,

@@ -131,6 +131,7 @@ def tool(
     deferred: bool = False,
     schema: Mapping[str, Any] | None = None,
     middleware: Sequence[Middleware] = (),
+    task_queue: str | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -148,6 +149,7 @@ def tool(
     deferred: bool = False,
     schema: Mapping[str, Any] | None = None,
     middleware: Sequence[Middleware] = (),
+    task_queue: str | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Declare a tool; usable bare (`@tool`) or with options (`@tool(permission="read")`).
 
@@ -171,6 +173,12 @@ def tool(
             one. Arguments must still convert into the parameter types; if they do not,
             the call is rejected as invalid.
         middleware: The tool's own middleware, run after the worker's (see `middleware`).
+        task_queue: Run the body only on workers of this task queue (e.g. a GPU pool:
+            `scope-temporal worker --role activities --task-queue gpu`), never on the
+            Interaction's own. If no worker picks an attempt up within `timeout` (or the
+            Definition's tool timeout), the call is unknown and nothing runs elsewhere.
+            Routing is not part of the Definition's digest: moving a tool to another pool
+            applies to calls started afterwards and fails no running Interaction.
 
     Returns:
         The `Tool`, or a decorator producing it.
@@ -190,6 +198,7 @@ def tool(
         deferred=deferred,
         schema=schema,
         middleware=tuple(middleware),
+        task_queue=task_queue,
     )
     if fn is None:
         return options.build
@@ -220,6 +229,7 @@ class _Options:
     deferred: bool
     schema: Mapping[str, Any] | None
     middleware: tuple[Middleware, ...]
+    task_queue: str | None
 
     def build(self, fn: Callable[P, R]) -> Tool[P, R]:
         if isinstance(fn, Tool) or not callable(fn):
@@ -244,6 +254,7 @@ class _Options:
             direct_result=self.direct_result,
             deferred=self.deferred,
             middleware=self.middleware,
+            task_queue=self.task_queue,
         )
         return Tool(fn, spec, self.middleware, arguments)
 
@@ -261,6 +272,7 @@ def checked_spec(
     deferred: bool = False,
     middleware: tuple[Middleware, ...] = (),
     background: BackgroundSpec | None = None,
+    task_queue: str | None = None,
 ) -> ToolSpec:
     """The ToolSpec of a tool declaration, after checking every option.
 
@@ -281,6 +293,11 @@ def checked_spec(
         )
     if not all(callable(m) for m in middleware):
         raise DefinitionError(f"tool {name!r}: every middleware must be an async callable")
+    if task_queue is not None and (not isinstance(task_queue, str) or not task_queue.strip()):
+        raise DefinitionError(
+            f"tool {name!r}: task_queue must be the name of a task queue (or None to run "
+            f"on the Interaction's own), got {task_queue!r}"
+        )
     try:
         return ToolSpec(
             name=name,
@@ -293,6 +310,7 @@ def checked_spec(
             direct_result=direct_result,
             deferred=deferred,
             background=background,
+            task_queue=task_queue,
         )
     except ValidationError as exc:
         raise DefinitionError(f"tool {name!r}: {_first_error(exc)}") from None
