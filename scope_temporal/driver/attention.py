@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
+from scope_temporal.driver.model_calls import details_line
 from scope_temporal.driver.transport import Host, InteractionTransport
 from scope_temporal.interaction.attention import (
     Attention,
@@ -143,14 +144,7 @@ class TreeStatus:
         `waiting`, whose moment an update could move on replay.
         """
         machine = self._machine
-        note = self._note()
-        if not note and machine.active_children:
-            note = f" · running {len(machine.active_children)} call(s)"
-        limit = machine.max_model_calls
-        self._transport.show(
-            f"**{self.current()}** · definition `{machine.definition.name}` · model "
-            f"calls {machine.model_calls}/{limit if limit is not None else '∞'}{note}"
-        )
+        self._transport.show(details_line(machine, self.current(), self._note()))
         if self.on:
             return
         lifecycle = "running" if machine.status == "waiting" else machine.status

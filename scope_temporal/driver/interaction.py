@@ -28,7 +28,7 @@ from typing import Any, assert_never
 from scope_temporal import errors, names
 from scope_temporal.driver.attention import Teller, TreeStatus
 from scope_temporal.driver.calls import run_delegate, run_tool_call
-from scope_temporal.driver.inputs import check_size, check_steer_room, settlement_for
+from scope_temporal.driver.inputs import check_size, check_steer_room, model_settlement_for
 from scope_temporal.driver.model_calls import ModelCaller
 from scope_temporal.driver.start import changed_definition
 from scope_temporal.driver.transport import InteractionTransport
@@ -36,9 +36,9 @@ from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.attention import NEEDS_A_PERSON, AttentionReport
 from scope_temporal.interaction.effects import (
     CallModel,
-    ModelSettlement,
     StartDelegate,
     StartToolCall,
+    WaitRetry,
 )
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
@@ -165,13 +165,15 @@ class InteractionDriver:
             await transport.wait_until(lambda: self._dirty)
             self._dirty = False
 
-    def _start(self, effect: CallModel | StartToolCall | StartDelegate) -> None:
+    def _start(self, effect: CallModel | StartToolCall | StartDelegate | WaitRetry) -> None:
         machine, transport = self.machine, self._transport
         # children of a run that shows who needs a person tell it
         report_to = machine.process_id if self.status.on else None
         match effect:
             case CallModel():
                 self._spawn(self._models.call(machine, effect, transport, self.limit))
+            case WaitRetry():
+                self._spawn(self._models.wait(machine, effect, transport))
             case StartToolCall():
                 self._spawn(
                     run_tool_call(machine, effect, transport, self._children, self.limit, report_to)
@@ -298,7 +300,7 @@ class InteractionDriver:
             self._forward(input.settlement.request.process_id, names.RESOLVE, input)
             return
         try:
-            settlement = settlement_for(input, ModelSettlement, self.limit)
+            settlement = model_settlement_for(input, self.limit)
             self.machine.resolve(settlement)
             self._transport.record_settlement(settlement)
         except ScopeError as error:
@@ -306,10 +308,10 @@ class InteractionDriver:
         self._touch()
 
     def validate_resolve(self, input: ResolveInput) -> None:
-        self.machine.check_resolution(settlement_for(input, ModelSettlement, self.limit))
+        self.machine.check_resolution(model_settlement_for(input, self.limit))
 
     async def resolve_update(self, input: ResolveInput) -> None:
-        settlement = settlement_for(input, ModelSettlement, self.limit)
+        settlement = model_settlement_for(input, self.limit)
         machine = self.machine
         # On replay an update can be applied before the activity failure it settles,
         # when both fall in one workflow task: wait for the unknown to be recorded.
