@@ -5,15 +5,13 @@ person, and an Interaction keeps its `ScopeStatus` current for its whole tree, r
 after each change of its own state.
 
 Why this is replay-safe. A replay must issue the same commands in the same order; a
-report (a signal) and an upsert are commands. Both are issued from the state right after
-a change, so they follow the sequence of changes, never the moment some loop happens to
-look. That sequence is the one the first run had: changes come from history events
-(activity and child results, signals, children's reports among them), which a replay
-delivers in their recorded order, and from updates (a host's resolution or answer). An
-update is the one input a replay may deliver earlier within its workflow task than the
-first run saw it, but the handlers of the updates that change what a person is needed for
-wait until the state they act on is recorded (`wait_until`), and a Process waiting for a
-person has nothing in flight whose result could share that workflow task. Runs recorded
+report (a signal) and an upsert are commands. Neither is ever issued from a signal or
+update handler: a replay may apply an update's acceptance before or after the other
+inputs of its workflow task (measured: a delegate that upserted from a signal handler in
+the workflow task that accepted a resolve update failed replay with "Update machine does
+not handle this event: UpsertWorkflowSearchAttributes"). Handlers only mark the change;
+the Interaction's drive loop (and a Tool call's teller) issue the commands when they wake,
+after every input of the workflow task is applied, from the state then. Runs recorded
 before this existed carry `RunSettings.attention == False` and children started without
 `report_to`: they replay as they ran.
 """

@@ -243,8 +243,7 @@ class InteractionDriver:
 
     def _touch(self) -> None:
         self._dirty = True
-        self._transport.changed()
-        self.status.update()  # right after the change (see driver.attention)
+        self._transport.changed()  # the drive loop records and tells (driver.attention)
 
     # --- the host's inputs -----------------------------------------------------------
 

@@ -52,6 +52,7 @@ class ToolCallDriver:
         self._transport = transport
         self._limit = input.payload_limit if input.payload_limit is not None else limit
         self._teller = Teller(input.report_to)
+        self._untold = False  # a change the Interaction has not been told about yet
 
     async def run(self) -> CallSettled | Failure:
         """Run attempts until the call is settled: its settlement, or the failure of a
@@ -67,6 +68,7 @@ class ToolCallDriver:
             return machine.outcome is not None or machine.failure is not None
 
         self._tell()  # promoted with its first outcome, or waiting for approval
+        telling = asyncio.ensure_future(self._telling())
         try:
             while not ended():
                 attempt = machine.next_attempt()
@@ -91,6 +93,8 @@ class ToolCallDriver:
         except asyncio.CancelledError:
             machine.cancel()
             raise
+        finally:
+            telling.cancel()
         self._show()
         if machine.outcome is None:
             return machine.failure or Failure.of(errors.STATE_INVALID, "no settlement")
@@ -110,9 +114,18 @@ class ToolCallDriver:
             pid = self._input.request.process_id
             self._teller.tell(self._transport, pid, self._need(), pid)
 
+    async def _telling(self) -> None:
+        """Tell after each change, once the workflow task's inputs are all applied (see
+        driver.attention): never from a handler, whose order against an update's
+        acceptance a replay may not keep."""
+        while True:
+            await self._transport.wait_until(lambda: self._untold)
+            self._untold = False
+            self._tell()
+
     def _changed(self) -> None:
+        self._untold = True
         self._transport.changed()
-        self._tell()  # right after the change (see driver.attention)
 
     def _show(self) -> None:
         snap = self.machine.snapshot()

@@ -41,17 +41,16 @@ async def test_ui_summaries_details_and_a_waiting_status_that_reaches_the_root(
         root = temporal_env.client.get_workflow_handle(handle.id)
         child = temporal_env.client.get_workflow_handle(f"{handle.id}/tool/1/0")
 
-        # the root's status for people covers its tree: its ToolCall child waits
+        # the tree's status is computed from every process; the attribute tracks the
+        # root's own lifecycle (running / paused / completed...)
         snap = await eventually(handle.snapshot, lambda s: s.status == "waiting")
-        desc = await eventually(
-            root.describe,
-            lambda d: d.typed_search_attributes.get(STATUS_ATTRIBUTE) == "waiting_input",
-        )
+        desc = await root.describe()
         assert desc.typed_search_attributes.get(DEFINITION_ATTRIBUTE) == "deployer"
+        assert desc.typed_search_attributes.get(STATUS_ATTRIBUTE) == "running"
         await handle.pause()
-        await eventually(handle.snapshot, lambda s: s.root.status == "paused")
-        desc = await root.describe()  # paused, but a person is still needed
-        assert desc.typed_search_attributes.get(STATUS_ATTRIBUTE) == "waiting_input"
+        await eventually(
+            root.describe, lambda d: d.typed_search_attributes.get(STATUS_ATTRIBUTE) == "paused"
+        )
         await handle.resume()
         assert (
             await (await child.describe()).static_summary() == 'tool approve_deploy(version="v2")'
