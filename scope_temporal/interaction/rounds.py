@@ -27,6 +27,7 @@ from scope_temporal.ids import (
     tool_call_ref,
 )
 from scope_temporal.interaction import approvals, rules
+from scope_temporal.interaction.concurrency import classify
 from scope_temporal.interaction.effects import (
     CallOutcome,
     CallSettled,
@@ -41,6 +42,7 @@ from scope_temporal.interaction.snapshot import RoundResults
 from scope_temporal.interaction.state import CallSlot, InteractionState, OpenRound
 from scope_temporal.outputs import Artifact, Failure
 from scope_temporal.tools import rejections
+from scope_temporal.tools.context import ToolInvocation
 from scope_temporal.tools.outcome import Failed, Succeeded
 from scope_temporal.tools.validation import validate_arguments
 
@@ -102,15 +104,28 @@ def _admit_call(
     if isinstance(approval, ApprovalRecord) and approval.decision == "deny":
         result = approvals.denied(call, approval)
         return rules.rejected_slot(index, call, effect_id, result, approval=approval)
+    process_id = tool_call_process_id(s.process_id, seq, index)
+    scheduling, key = classify(
+        spec,
+        ToolInvocation(
+            process_id=process_id,
+            ref=tool_call_ref(s.process_id, seq, index),
+            model_call_seq=seq,
+            call_index=index,
+            call=call,
+            effect_id=effect_id,
+            deferred_tools=tuple(t.name for t in definition.tools.deferred),
+        ),
+    )
     return CallSlot(
         index=index,
         call=call,
         effect_id=effect_id,
         target="tool",
-        scheduling=spec.scheduling_class,
-        concurrency_key=spec.concurrency_key,
+        scheduling=scheduling,
+        concurrency_key=key,
         direct_result=spec.direct_result,
-        process_id=tool_call_process_id(s.process_id, seq, index),
+        process_id=process_id,
         ask_approval=approval == "ask",
         approval=approval if isinstance(approval, ApprovalRecord) else None,
     )
