@@ -90,8 +90,10 @@ from scope_temporal.outputs import Artifact, CompletionCandidate, CompletionDeci
 from scope_temporal.settle import settle_model_result, settle_tool_result
 from scope_temporal.storage import DirectoryStorage
 from scope_temporal.tools import (
+    ConcurrencyClassifier,
     HostFailure,
     Middleware,
+    OutputMask,
     Tool,
     ToolFailure,
     ToolInvocation,
@@ -137,6 +139,7 @@ __all__ = [
     "BackgroundTool",
     "CompletionCandidate",
     "CompletionDecision",
+    "ConcurrencyClassifier",
     "ConfigurationError",
     "Definition",
     "DefinitionError",
@@ -169,6 +172,7 @@ __all__ = [
     "OpenAIChatModel",
     "Options",
     "Output",
+    "OutputMask",
     "OutputMaterializer",
     "PendingToolInput",
     "ProcessSnapshot",

@@ -18,6 +18,8 @@ EXPECTED = {
     "current_tool_call",
     "ToolInvocation",
     "Middleware",
+    "OutputMask",
+    "ConcurrencyClassifier",
     "CallNext",
     "chain",
     "inner",
