@@ -22,6 +22,7 @@ from scope_temporal.code_digest import code_fingerprint
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen, freeze_json
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
+from scope_temporal.tools.budget import ToolBudget
 from scope_temporal.tools.spec import PERMISSIONS, ToolSpec, is_provider_tool_name
 from scope_temporal.tools.task_specs import TASK_TOOL_NAMES, TASK_TOOL_SPECS
 from scope_temporal.tools.validation import check_schema
@@ -227,6 +228,9 @@ class Definition(Frozen):
     the tools it covers wait for an approval before their body runs; its approver hook
     runs in workflow code like the completion validator, and is digested the same way.
 
+    `tool_budget` (a `ToolBudget`) is allocated to each ordinary Tool child: a call
+    asking for input beyond it settles as a model-visible `tool.budget.exhausted` failure.
+
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
             a tool or two delegates with one name, an invalid name, capabilities that are
@@ -256,6 +260,7 @@ class Definition(Frozen):
         tool_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
         tool_call_workflows: ToolCallWorkflows = "always",
         approval: ApprovalPolicy | None = None,
+        tool_budget: ToolBudget | None = None,
     ) -> None:
         if not name or "/" in name:
             raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")
@@ -321,6 +326,7 @@ class Definition(Frozen):
         self.tool_heartbeat_timeout = tool_heartbeat_timeout
         self.tool_call_workflows: ToolCallWorkflows = tool_call_workflows
         self.approval = approval
+        self.tool_budget = tool_budget
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
@@ -373,6 +379,8 @@ class Definition(Frozen):
         }
         if self.approval is not None:  # only when set: other digests stay what they were
             declared["approval"] = self.approval.declaration()
+        if self.tool_budget is not None:  # likewise
+            declared["tool_budget"] = self.tool_budget.declaration()
         return declared
 
     def __repr__(self) -> str:

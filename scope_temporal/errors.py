@@ -47,6 +47,7 @@ TOOL_TIMEOUT = "tool.timeout"
 TOOL_WAIT_UNKNOWN = "tool.wait.unknown"
 TOOL_ANSWER_INVALID = "tool.answer.invalid"
 TOOL_APPROVAL_DENIED = "tool.approval.denied"
+TOOL_BUDGET_EXHAUSTED = "tool.budget.exhausted"
 # Background tasks
 TASK_LOST = "tool.background.lost"
 TASK_NOT_FOUND = "tool.background.not_found"
@@ -93,6 +94,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_ANSWER_INVALID: "contract",
     # Denied by a person, the approver hook or the policy: the host's decision.
     TOOL_APPROVAL_DENIED: "host",
+    TOOL_BUDGET_EXHAUSTED: "quota",
     TASK_LOST: "external",
     TASK_NOT_FOUND: "contract",
     TASK_ENDED: "contract",

@@ -170,6 +170,7 @@ def _tool_effect(
             call=slot.call,
             granted=s.granted,
             deferred_tools=tuple(t.name for t in definition.tools.deferred),
+            budget=definition.tool_budget,
         ),
     )
 
@@ -196,9 +197,19 @@ def _delegate_effect(
         delegate=delegate.name,
         definition=delegate.definition,
         messages=(Message.user(text),),
-        max_model_calls=delegate.max_model_calls,
+        max_model_calls=_allocated(delegate.max_model_calls, s),
         capabilities=tuple(sorted(granted)),
     )
+
+
+def _allocated(budget: int | None, s: InteractionState) -> int | None:
+    """A delegate's model-call budget, taken from what its parent has left: never more
+    than the parent could still make itself (0 when it has none left: the child then
+    fails `interaction.limit.model_calls`, a model-visible delegate failure)."""
+    if s.max_model_calls is None:
+        return budget
+    left = max(0, s.max_model_calls - s.model_calls)
+    return left if budget is None else min(budget, left)
 
 
 def settle(definition: Definition, s: InteractionState, outcome: CallOutcome) -> None:

@@ -3,6 +3,7 @@
 Workflow-safe to import: nothing here loads `jsonschema` or does I/O at import time.
 """
 
+from scope_temporal.tools.budget import ToolBudget
 from scope_temporal.tools.context import (
     ToolInvocation,
     advertise_tools,
@@ -45,6 +46,7 @@ __all__ = [
     "Rejected",
     "Succeeded",
     "Tool",
+    "ToolBudget",
     "ToolFailure",
     "ToolInvocation",
     "ToolOutcome",

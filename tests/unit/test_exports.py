@@ -81,6 +81,7 @@ EXPORTED = [
     "TaskRun",
     "TaskSnapshot",
     "Tool",
+    "ToolBudget",
     "ToolCall",
     "ToolCallRef",
     "ToolDefinition",

@@ -11,6 +11,7 @@ EXPECTED = {
     "ToolSpec",
     "ToolOutput",
     "ToolFailure",
+    "ToolBudget",
     "HostFailure",
     "require_tool_input",
     "tool_input_continuation",
