@@ -209,6 +209,12 @@ def _capabilities(values: Iterable[str], owner: str) -> frozenset[str]:
 class Definition(Frozen):
     """The immutable description of an Interaction. See API.md for every argument.
 
+    `max_model_calls` bounds the model calls of one Interaction: `max_model_calls=None`
+    is unlimited (the Scope design's zero value), `0` is refused. The default is 20, not
+    unlimited: on Temporal a runaway loop is not only cost but history and workers kept
+    busy until someone notices, so a new Definition is bounded unless it says otherwise
+    (docs/differences.md).
+
     `completion_validator` runs in workflow code, on every replay: it must be pure (a
     deterministic function of the candidate: no clock, randomness, I/O or global state)
     and a plain function returning a `CompletionDecision` (accept, or reject with
