@@ -90,6 +90,7 @@ def judge(
             artifacts=tuple(s.artifacts),
             data=data,
             approved_tools=tuple(s.approved_tools),
+            usage=s.usage,
         )
     )
 

@@ -18,7 +18,8 @@ from typing import assert_never
 from scope_temporal import errors
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, ToolCall, ToolResult
-from scope_temporal.definition import DEFAULT_DELEGATE_INPUT_SCHEMA, Definition
+from scope_temporal.definition import Definition
+from scope_temporal.delegates import DEFAULT_DELEGATE_INPUT_SCHEMA
 from scope_temporal.errors import ProtocolError, ScopeError
 from scope_temporal.ids import (
     call_effect_id,
@@ -280,6 +281,8 @@ def _settle_delegate_slot(
     s: InteractionState, seq: int, slot: CallSlot, settled: DelegateSettled
 ) -> None:
     call = slot.call
+    ended = settled.output or settled.failure
+    s.usage = s.usage.plus(ended.usage if ended is not None else None)
     if settled.output is not None:
         text = settled.output.text
         slot.result = ToolResult(call_id=call.id, name=call.name, content=text)
