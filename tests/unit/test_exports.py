@@ -37,6 +37,7 @@ EXPORTED = [
     "InteractionHandle",
     "InteractionNotFound",
     "InvalidInputRequest",
+    "InvalidOptions",
     "InvalidSignal",
     "InvalidToolInput",
     "LiveText",
