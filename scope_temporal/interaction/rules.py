@@ -60,8 +60,8 @@ def initial_state(
 
 
 def options_for(definition: Definition, options: Options | None) -> Options | None:
-    """The sampling options of one Interaction: the fields `options` sets, over the
-    Definition's own (None: the Definition's, as every Interaction before them).
+    """The sampling options of one Interaction: the fields `options` sets to a value (not
+    None) over the Definition's own (None: the Definition's, as before options existed).
 
     Raises:
         InvalidOptions: a value the model cannot take (`chat.options_problem`).
@@ -74,7 +74,7 @@ def options_for(definition: Definition, options: Options | None) -> Options | No
             f"Options for this Interaction of {definition.name!r}: {problem}. Nothing was "
             "started; pass values the model accepts."
         )
-    return definition.options.model_copy(update=options.model_dump(exclude_unset=True))
+    return definition.options.model_copy(update=options.model_dump(exclude_none=True))
 
 
 def check_resolution(s: InteractionState, settlement: ModelSettlement | ModelResend) -> None:
