@@ -38,7 +38,8 @@ from scope_temporal.chat import (
 )
 from scope_temporal.client import InteractionHandle, ScopeClient
 from scope_temporal.converter import scope_data_converter
-from scope_temporal.definition import Definition, Delegate, ToolSet
+from scope_temporal.definition import Definition, ToolSet
+from scope_temporal.delegates import Delegate
 from scope_temporal.errors import (
     ArtifactDecodeError,
     ConfigurationError,
@@ -49,6 +50,7 @@ from scope_temporal.errors import (
     InteractionFailed,
     InteractionNotFound,
     InvalidInputRequest,
+    InvalidOptions,
     InvalidSignal,
     InvalidToolInput,
     NoSuchWait,
@@ -117,9 +119,12 @@ from scope_temporal.outputs import (
 from scope_temporal.settle import settle_model_result, settle_tool_result
 from scope_temporal.storage import DirectoryStorage
 from scope_temporal.tools import (
+    ConcurrencyClassifier,
     HostFailure,
     Middleware,
+    OutputMask,
     Tool,
+    ToolBudget,
     ToolFailure,
     ToolInvocation,
     ToolOutput,
@@ -166,6 +171,7 @@ __all__ = [
     "CompletedEvent",
     "CompletionCandidate",
     "CompletionDecision",
+    "ConcurrencyClassifier",
     "ConfigurationError",
     "Definition",
     "DefinitionError",
@@ -184,6 +190,7 @@ __all__ = [
     "InteractionHandle",
     "InteractionNotFound",
     "InvalidInputRequest",
+    "InvalidOptions",
     "InvalidSignal",
     "InvalidToolInput",
     "LiveText",
@@ -206,6 +213,7 @@ __all__ = [
     "OpenAIChatModel",
     "Options",
     "Output",
+    "OutputMask",
     "OutputMaterializer",
     "PendingToolInput",
     "ProcessSnapshot",
@@ -235,6 +243,7 @@ __all__ = [
     "TextEvent",
     "TokenUsage",
     "Tool",
+    "ToolBudget",
     "ToolCall",
     "ToolCallRef",
     "ToolDefinition",

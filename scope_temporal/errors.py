@@ -41,6 +41,7 @@ ARTIFACT_INVALID = "interaction.artifact.invalid"
 # The event stream: an offset no longer retained, or not reached yet.
 EVENTS_OFFSET_TRUNCATED = "interaction.events.offset_truncated"
 EVENTS_OFFSET_AHEAD = "interaction.events.offset_ahead"
+OPTIONS_INVALID = "interaction.options.invalid"
 # Tools
 TOOL_NOT_FOUND = "tool.not_found"
 TOOL_NOT_AUTHORIZED = "tool.not_authorized"
@@ -51,6 +52,7 @@ TOOL_TIMEOUT = "tool.timeout"
 TOOL_WAIT_UNKNOWN = "tool.wait.unknown"
 TOOL_ANSWER_INVALID = "tool.answer.invalid"
 TOOL_APPROVAL_DENIED = "tool.approval.denied"
+TOOL_BUDGET_EXHAUSTED = "tool.budget.exhausted"
 # Background tasks
 TASK_LOST = "tool.background.lost"
 TASK_NOT_FOUND = "tool.background.not_found"
@@ -90,6 +92,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     ARTIFACT_INVALID: "contract",
     EVENTS_OFFSET_TRUNCATED: "contract",
     EVENTS_OFFSET_AHEAD: "contract",
+    OPTIONS_INVALID: "contract",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
     TOOL_INPUT_INVALID: "contract",
@@ -100,6 +103,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_ANSWER_INVALID: "contract",
     # Denied by a person, the approver hook or the policy: the host's decision.
     TOOL_APPROVAL_DENIED: "host",
+    TOOL_BUDGET_EXHAUSTED: "quota",
     TASK_LOST: "external",
     TASK_NOT_FOUND: "contract",
     TASK_ENDED: "contract",
@@ -161,6 +165,12 @@ class ProtocolError(ScopeError):
     """An input the state machine does not accept in its current state; nothing changed."""
 
     default_code = PROTOCOL_INVALID
+
+
+class InvalidOptions(ScopeError, ValueError):
+    """Sampling options given at start that the model cannot take; nothing was started."""
+
+    default_code = OPTIONS_INVALID
 
 
 class InvalidSignal(ScopeError):
@@ -267,6 +277,7 @@ _REFUSALS: dict[str, type[ScopeError]] = {
     DEFINITION_UNKNOWN: UnknownDefinition,
     TASK_ENDED: TaskEnded,
     PAYLOAD_TOO_LARGE: InvalidSignal,
+    OPTIONS_INVALID: InvalidOptions,
 }
 
 

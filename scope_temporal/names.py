@@ -25,6 +25,8 @@ RESOLVE = "scope.resolve"
 UPDATE_AFTER_COMMANDS = "scope.update.after_commands"
 """The error type of an update a workflow refused because it had issued a command earlier
 in the same workflow task (`workflows/task_commands.py`); the sender sends it again."""
+ATTENTION = "scope.attention"
+"""Signal a child Process sends its parent Interaction: what it needs from a person now."""
 PAUSE = "scope.pause"
 RESUME = "scope.resume"
 TASK_CANCEL = "scope.task.cancel"
@@ -54,5 +56,6 @@ DEFAULT_TASK_QUEUE = "scope"
 DEFINITION_ATTRIBUTE = SearchAttributeKey.for_keyword("ScopeDefinition")
 """Search attribute: the Definition an Interaction runs."""
 STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("ScopeStatus")
-"""Search attribute: running | waiting | paused | completed | failed | canceled."""
+"""Search attribute: an Interaction's status for people, for its whole tree: running |
+waiting_input | unknown | paused | completed | failed | canceled."""
 SEARCH_ATTRIBUTES = (DEFINITION_ATTRIBUTE, STATUS_ATTRIBUTE)

@@ -14,6 +14,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import ContextRef
 from scope_temporal.interaction.approvals import ApprovalGate
+from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.task_values import AttemptPlan
@@ -38,6 +39,10 @@ class RunSettings(_Payload):
     """The largest payload the Interaction creates or accepts (the worker's limit)."""
     delegates: tuple[str, ...] = ()
     """The delegate Definitions the worker served, of those the Definition delegates to."""
+    attention: bool = False
+    """The run shows who needs a person (`interaction.attention`): its children report to
+    it, and its `ScopeStatus` says `waiting_input` / `unknown` for the whole tree. False
+    in histories recorded before: those runs replay as they ran (lifecycle only)."""
 
 
 class InteractionInput(_Payload):
@@ -51,6 +56,8 @@ class InteractionInput(_Payload):
     """A tighter budget (a parent's Delegate setting)."""
     capabilities: tuple[str, ...] | None = None
     """A narrower grant (a parent's Delegate setting)."""
+    options: Options | None = None
+    """Sampling options for this Interaction's model calls, over the Definition's own."""
     approved_tools: tuple[str, ...] = ()
     """Tools approved for the session already (e.g. a session's earlier turn's
     `Output.approved_tools`): their calls need no approval unless the approver denies."""
@@ -72,6 +79,14 @@ class InteractionInput(_Payload):
     stream: WorkflowStreamState | None = None
     """Carried by continue-as-new of a host: the latest events and the stream's offsets
     (Temporal's workflow_streams state)."""
+    report_to: str | None = None
+    """The Interaction to tell what this one needs from a person (a Delegate's parent)."""
+    reports: tuple[AttentionReport, ...] = ()
+    """Carried by continue-as-new: what the background tasks last reported."""
+    told: AttentionReport | None = None
+    """Carried by continue-as-new: the last report sent to `report_to`."""
+    scope_status: ScopeStatus | None = None
+    """Carried by continue-as-new: the ScopeStatus last recorded."""
 
 
 class ToolCallInput(_Payload):
@@ -94,6 +109,11 @@ class ToolCallInput(_Payload):
     events_to: str | None = None
     """The workflow hosting the tree's event stream (None: the call reports nothing, as
     in histories from before the stream)."""
+    report_to: str | None = None
+    """The Interaction to tell when the call waits for a person or holds an unknown."""
+    task_queue: str | None = None
+    """The task queue of the workers that run the tool's body (`@tool(task_queue=...)`),
+    fixed when the call starts; None: the Interaction's own."""
 
 
 class ModelActivityInput(_Payload):
@@ -224,6 +244,8 @@ class TaskInput(_Payload):
     """That Interaction's Definition."""
     events_to: str | None = None
     """The workflow hosting the tree's event stream (None: the task reports nothing)."""
+    report_to: str | None = None
+    """The Interaction to tell when the task waits for an answer, and when no longer."""
 
 
 class TaskAttemptInput(_Payload):

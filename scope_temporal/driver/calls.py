@@ -80,6 +80,8 @@ async def attempt_tool(
     start_to_close: timedelta,
     heartbeat: timedelta | None,
     events_to: str | None,
+    report_to: str | None = None,
+    task_queue: str | None = None,
 ) -> ToolOutcome:
     """Enter the tool body once (never retried).
 
@@ -87,7 +89,9 @@ async def attempt_tool(
     `Unknown`; a call that moved to the background starts its task and settles with the
     `launch_result`. A task that cannot start leaves the call unknown: its run may be
     going on (held for a handoff, or a recoverable operation), and only the host can say
-    what became of it.
+    what became of it. A task started tells `report_to` when it waits for an answer.
+    `task_queue`: the pool that runs the body (None: the Interaction's own); an attempt
+    no worker of it picks up within `start_to_close` is unknown, never run elsewhere.
 
     Raises:
         asyncio.CancelledError: the process itself is being cancelled; nobody will
@@ -98,6 +102,7 @@ async def attempt_tool(
         ToolActivityInput(attempt=attempt, heartbeat=heartbeat),
         start_to_close=start_to_close,
         summary=summary if attempt.entry == 1 else f"{summary} #{attempt.entry}",
+        task_queue=task_queue,
     )
     if isinstance(outcome, Lost):
         return Unknown(code=errors.TOOL_EXECUTION_FAILED, diagnostic=outcome.diagnostic)
@@ -111,6 +116,7 @@ async def attempt_tool(
             parent_id=request.parent_id,
             definition=request.definition,
             events_to=events_to,
+            report_to=report_to,
         ),
         summary=call_summary("task", request.call),
     )
@@ -124,7 +130,11 @@ async def attempt_tool(
 
 
 def tool_call_input(
-    machine: InteractionMachine, effect: StartToolCall, limit: int, events_to: str
+    machine: InteractionMachine,
+    effect: StartToolCall,
+    limit: int,
+    events_to: str,
+    report_to: str | None = None,
 ) -> ToolCallInput:
     definition, request = machine.definition, effect.request
     spec = definition.tools.get(request.call.name)
@@ -136,6 +146,8 @@ def tool_call_input(
         payload_limit=limit,
         events_to=events_to,
         approval=effect.approval,
+        report_to=report_to,
+        task_queue=spec.task_queue if spec is not None else None,
     )
 
 
@@ -146,15 +158,17 @@ async def run_tool_call(
     children: set[str],
     limit: int,
     events_to: str,
+    report_to: str | None = None,
 ) -> None:
     """Run one tool call to its settlement (see the module docstring for the mapping).
 
     `children` holds the ids of this Interaction's running child processes (signals are
     forwarded to them); a promoted or started Tool call child is in it while it runs.
-    `events_to`: the workflow hosting the tree's event stream.
+    `events_to`: the workflow hosting the tree's event stream. `report_to`: the
+    Interaction the call (and a task it starts) tells what it needs from a person.
     """
     request = effect.request
-    payload = tool_call_input(machine, effect, limit, events_to)
+    payload = tool_call_input(machine, effect, limit, events_to, report_to)
     refused = oversized(
         payload,
         f"The input of tool call {request.call.name!r} ({request.ref})",
@@ -173,6 +187,8 @@ async def run_tool_call(
             start_to_close=payload.start_to_close,
             heartbeat=payload.heartbeat,
             events_to=events_to,
+            report_to=report_to,
+            task_queue=payload.task_queue,
         )
         if not isinstance(outcome, InputRequired | Unknown):
             if not machine.done:
@@ -216,11 +232,13 @@ async def run_delegate(
     served: tuple[str, ...],
     track_status: bool,
     events_to: str,
+    report_to: str | None = None,
 ) -> None:
     """Run one delegate as a child Interaction; a refused start is model-visible.
 
     `served`: the delegate Definitions the Interaction recorded as served when it started.
     `events_to`: the workflow hosting the tree's event stream (the delegate reports there).
+    `report_to`: the Interaction the child tells what its tree needs from a person.
     """
     if effect.definition not in served:
         machine.on_call(
@@ -244,6 +262,7 @@ async def run_delegate(
                 capabilities=effect.capabilities,
                 track_status=track_status,
                 events_to=events_to,
+                report_to=report_to,
             ),
             process_id=effect.process_id,
             summary=f"delegate {effect.delegate} -> {effect.definition}",

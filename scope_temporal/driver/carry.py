@@ -11,6 +11,7 @@ every `RETRY_CALLS` model calls, so it never costs a copy per round.
 from __future__ import annotations
 
 from scope_temporal.driver.transport import Host
+from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.payload_limits import size_of
 from scope_temporal.payloads import InteractionInput, RunSettings
@@ -24,8 +25,12 @@ def carried(
     *,
     context_sent: int,
     settings: RunSettings | None,
+    reports: tuple[AttentionReport, ...] = (),
+    told: AttentionReport | None = None,
+    scope_status: ScopeStatus | None = None,
 ) -> InteractionInput:
-    """The next run's input, continuing the run that started from `input`."""
+    """The next run's input, continuing the run that started from `input` (`reports`,
+    `told`, `scope_status`: its status for people, see `driver.attention`)."""
     return InteractionInput(
         definition=input.definition,
         track_status=input.track_status,
@@ -34,6 +39,10 @@ def carried(
         context_sent=context_sent,
         settings=settings,
         events_to=input.events_to,
+        report_to=input.report_to,
+        reports=reports,
+        told=told,
+        scope_status=scope_status,
     )
 
 

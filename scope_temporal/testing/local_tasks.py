@@ -17,6 +17,7 @@ from scope_temporal.background.materializer import MemoryMaterializer
 from scope_temporal.background.runtime import BackgroundRuntime, LiveRuns
 from scope_temporal.driver.background_task import TaskDriver
 from scope_temporal.driver.transport import Host
+from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
 from scope_temporal.interaction.task_values import AttemptReport
@@ -95,6 +96,9 @@ class _TaskTransport:
 
     async def flush_events(self) -> None:
         """Published events are in the log at once."""
+
+    def report(self, process_id: str, report: AttentionReport) -> None:
+        self._host.report(process_id, report)
 
     def start_attempt(
         self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str

@@ -28,6 +28,7 @@ from scope_temporal.tools.schema import arguments_model, parameters_schema
 from scope_temporal.tools.spec import (
     PERMISSIONS,
     BackgroundSpec,
+    ConcurrencyClassifier,
     Execution,
     Permission,
     ToolSpec,
@@ -127,10 +128,12 @@ def tool(
     execution: Execution = "auto",
     timeout: timedelta | float | None = None,
     concurrency_key: str | None = None,
+    concurrency: ConcurrencyClassifier | None = None,
     direct_result: bool = False,
     deferred: bool = False,
     schema: Mapping[str, Any] | None = None,
     middleware: Sequence[Middleware] = (),
+    task_queue: str | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -144,10 +147,12 @@ def tool(
     execution: Execution = "auto",
     timeout: timedelta | float | None = None,
     concurrency_key: str | None = None,
+    concurrency: ConcurrencyClassifier | None = None,
     direct_result: bool = False,
     deferred: bool = False,
     schema: Mapping[str, Any] | None = None,
     middleware: Sequence[Middleware] = (),
+    task_queue: str | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Declare a tool; usable bare (`@tool`) or with options (`@tool(permission="read")`).
 
@@ -164,6 +169,9 @@ def tool(
         timeout: Limit for one run of the body (timedelta or seconds). Exceeding it makes
             the outcome unknown (`tool.timeout`), never a retry.
         concurrency_key: Calls sharing a key never overlap.
+        concurrency: A pure function deciding `(key, concurrent)` for each admitted
+            invocation (e.g. a key per file written), instead of `execution` and
+            `concurrency_key`; see `ConcurrencyClassifier`.
         direct_result: A batch of only such tools that all succeed completes the
             Interaction with their results, without another model call.
         deferred: Hidden from the model until a running tool calls `advertise_tools`.
@@ -171,13 +179,21 @@ def tool(
             one. Arguments must still convert into the parameter types; if they do not,
             the call is rejected as invalid.
         middleware: The tool's own middleware, run after the worker's (see `middleware`).
+        task_queue: Run the body only on workers of this task queue (e.g. a GPU pool:
+            `scope-temporal worker --role activities --task-queue gpu`), never on the
+            Interaction's own. If no worker picks an attempt up within `timeout` (or the
+            Definition's tool timeout), the call is unknown and nothing runs elsewhere.
+            Routing is not part of the Definition's digest: moving a tool to another pool
+            applies to calls started afterwards and fails no running Interaction.
 
     Returns:
         The `Tool`, or a decorator producing it.
 
     Raises:
         DefinitionError: an invalid name, permission, execution, timeout, schema (code
-            `tool.schema_invalid`), middleware, or a parameter the schema cannot express.
+            `tool.schema_invalid`), middleware, or a parameter the schema cannot express;
+            `concurrency` that is not callable or comes with `execution` or
+            `concurrency_key`.
     """
     options = _Options(
         name=name,
@@ -186,10 +202,12 @@ def tool(
         execution=execution,
         timeout=timeout,
         concurrency_key=concurrency_key,
+        concurrency=concurrency,
         direct_result=direct_result,
         deferred=deferred,
         schema=schema,
         middleware=tuple(middleware),
+        task_queue=task_queue,
     )
     if fn is None:
         return options.build
@@ -216,10 +234,12 @@ class _Options:
     execution: Execution
     timeout: timedelta | float | None
     concurrency_key: str | None
+    concurrency: ConcurrencyClassifier | None
     direct_result: bool
     deferred: bool
     schema: Mapping[str, Any] | None
     middleware: tuple[Middleware, ...]
+    task_queue: str | None
 
     def build(self, fn: Callable[P, R]) -> Tool[P, R]:
         if isinstance(fn, Tool) or not callable(fn):
@@ -241,9 +261,11 @@ class _Options:
             execution=self.execution,
             timeout=self.timeout,
             concurrency_key=self.concurrency_key,
+            concurrency=self.concurrency,
             direct_result=self.direct_result,
             deferred=self.deferred,
             middleware=self.middleware,
+            task_queue=self.task_queue,
         )
         return Tool(fn, spec, self.middleware, arguments)
 
@@ -257,10 +279,12 @@ def checked_spec(
     execution: Execution,
     timeout: timedelta | float | None,
     concurrency_key: str | None,
+    concurrency: ConcurrencyClassifier | None = None,
     direct_result: bool = False,
     deferred: bool = False,
     middleware: tuple[Middleware, ...] = (),
     background: BackgroundSpec | None = None,
+    task_queue: str | None = None,
 ) -> ToolSpec:
     """The ToolSpec of a tool declaration, after checking every option.
 
@@ -281,6 +305,22 @@ def checked_spec(
         )
     if not all(callable(m) for m in middleware):
         raise DefinitionError(f"tool {name!r}: every middleware must be an async callable")
+    if task_queue is not None and (not isinstance(task_queue, str) or not task_queue.strip()):
+        raise DefinitionError(
+            f"tool {name!r}: task_queue must be the name of a task queue (or None to run "
+            f"on the Interaction's own), got {task_queue!r}"
+        )
+    if concurrency is not None:
+        if not callable(concurrency) or inspect.iscoroutinefunction(concurrency):
+            raise DefinitionError(
+                f"tool {name!r}: concurrency must be a plain function (invocation) -> "
+                "(key, concurrent); it runs in workflow code"
+            )
+        if execution != "auto" or concurrency_key is not None:
+            raise DefinitionError(
+                f"tool {name!r}: concurrency decides both the key and whether a call may "
+                "overlap others; drop execution and concurrency_key"
+            )
     try:
         return ToolSpec(
             name=name,
@@ -290,9 +330,11 @@ def checked_spec(
             execution=execution,
             timeout=checked_timeout(name, "timeout", timeout),
             concurrency_key=concurrency_key,
+            concurrency=concurrency,
             direct_result=direct_result,
             deferred=deferred,
             background=background,
+            task_queue=task_queue,
         )
     except ValidationError as exc:
         raise DefinitionError(f"tool {name!r}: {_first_error(exc)}") from None

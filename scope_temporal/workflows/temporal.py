@@ -18,21 +18,19 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
-    ApplicationError,
-    CancelledError,
     ChildWorkflowError,
     TimeoutError,
 )
 
-from scope_temporal import errors, names
+from scope_temporal import names
 from scope_temporal.driver.transport import (
     ChildEnd,
     EffectRequest,
-    Ended,
     Lost,
     OutcomeKind,
     Refused,
 )
+from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
@@ -47,7 +45,7 @@ from scope_temporal.interaction.effects import (
 )
 from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.task_values import AttemptReport
-from scope_temporal.outputs import Failure, Output, TokenUsage
+from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
     HeartbeatState,
     InteractionInput,
@@ -67,6 +65,7 @@ from scope_temporal.tools.outcome import (
     Succeeded,
     Unknown,
 )
+from scope_temporal.workflows.ended import child_end, describe_activity_error, lost
 from scope_temporal.workflows.events import NoEvents, Outlet, TreeStream
 from scope_temporal.workflows.task_commands import command_issued
 
@@ -75,57 +74,6 @@ R = TypeVar("R")
 _ONCE = RetryPolicy(maximum_attempts=1)
 _ADOPT_PICKUP = timedelta(seconds=10)
 """How long an adoption may wait for the worker holding the live run to pick it up."""
-
-
-def describe_activity_error(error: ActivityError) -> str:
-    """A one-line diagnostic of why an activity's outcome is unknown."""
-    cause = error.cause
-    if isinstance(cause, TimeoutError):
-        kind = cause.type.name if cause.type is not None else "TIMEOUT"
-        hint = (
-            " (no heartbeat: the worker was probably lost)"
-            if kind == "HEARTBEAT"
-            else " (the call hung or ran past its start-to-close timeout)"
-            if kind == "START_TO_CLOSE"
-            else ""
-        )
-        return f"activity timed out: {kind}{hint}"
-    if isinstance(cause, CancelledError):
-        return f"activity cancelled mid-flight: {cause.message}"
-    if isinstance(cause, ApplicationError):
-        return f"activity raised {cause.type or 'an error'}: {cause.message}"
-    return f"activity failed: {cause or error}"
-
-
-def child_end(error: ChildWorkflowError) -> Ended:
-    """How a child workflow ended without its result."""
-    cause = error.cause
-    if isinstance(cause, CancelledError):
-        return Ended("the child was cancelled", errors.CANCELED)
-    if isinstance(cause, ApplicationError):
-        code = cause.type if cause.type in errors.CODE_KINDS else None
-        return Ended(cause.message, code, _failure_usage(cause))
-    if isinstance(cause, TimeoutError):
-        return Ended(f"the child timed out: {cause.message}")
-    return Ended(str(cause or error))
-
-
-def _failure_usage(error: ApplicationError) -> TokenUsage | None:
-    """The tokens a failed child Interaction reported with its failure (None if none: it
-    is no Interaction of ours, or it failed before this was reported)."""
-    try:
-        details = error.details
-        return Failure.model_validate(details[0]).usage if details else None
-    except Exception:  # details of another shape: nothing to add
-        return None
-
-
-def _lost(error: ActivityError) -> Lost:
-    """An activity without data; if the workflow itself is being cancelled, raise."""
-    reason = workflow.cancellation_reason()
-    if reason is not None:
-        raise asyncio.CancelledError(reason) from error
-    return Lost(describe_activity_error(error))
 
 
 class TemporalTransport:
@@ -138,6 +86,7 @@ class TemporalTransport:
 
     def __init__(self, events: Outlet | None = None) -> None:
         self.events: Outlet = events if events is not None else NoEvents()
+        self._sending: set[asyncio.Task[None]] = set()  # reports in flight (kept alive)
 
     # --- waiting and showing ---------------------------------------------------------
 
@@ -162,6 +111,12 @@ class TemporalTransport:
     async def close_events(self) -> None:
         """At the end of the run: every event sent, and a hosted stream's readers served."""
         await self.events.close()
+
+    def report(self, process_id: str, report: AttentionReport) -> None:
+        # a task of its own, started now: its command follows the change it reports
+        sending = asyncio.create_task(self.signal(process_id, names.ATTENTION, report))
+        self._sending.add(sending)
+        sending.add_done_callback(self._sending.discard)
 
     def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
         workflow_counters.record_outcome(request, outcome)
@@ -194,7 +149,12 @@ class TemporalTransport:
         return outcome
 
     async def run_tool(
-        self, input: ToolActivityInput, *, start_to_close: timedelta, summary: str
+        self,
+        input: ToolActivityInput,
+        *,
+        start_to_close: timedelta,
+        summary: str,
+        task_queue: str | None = None,
     ) -> AttemptOutcome | Lost:
         outcome: AttemptOutcome | Lost = await _once(
             names.TOOL_ACTIVITY,
@@ -203,7 +163,10 @@ class TemporalTransport:
             start_to_close=start_to_close,
             heartbeat=input.heartbeat,
             summary=summary,
+            task_queue=task_queue,
         )
+        if isinstance(outcome, Lost) and task_queue is not None:
+            return Lost(f"{outcome.diagnostic} [task queue {task_queue!r}]")
         return outcome
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:
@@ -336,21 +299,28 @@ async def _once(
     start_to_close: timedelta,
     heartbeat: timedelta | None,
     summary: str,
+    task_queue: str | None = None,
 ) -> Any:
-    """Run an activity once (never retried): its result, or `Lost` if it returned none."""
+    """Run an activity once (never retried): its result, or `Lost` if it returned none.
+
+    On another pool's `task_queue` it waits at most `start_to_close` to be picked up
+    (schedule-to-start): a pool that is down makes the call unknown, never run elsewhere.
+    """
     command_issued()
     try:
         return await workflow.execute_activity(
             activity,
             input,
             result_type=result_type,
+            task_queue=task_queue,
             start_to_close_timeout=start_to_close,
+            schedule_to_start_timeout=None if task_queue is None else start_to_close,
             heartbeat_timeout=heartbeat,
             retry_policy=_ONCE,
             summary=summary,
         )
     except ActivityError as error:
-        return _lost(error)
+        return lost(error)
 
 
 async def _run_child(
@@ -386,4 +356,4 @@ def _retry(max_attempts: int) -> RetryPolicy:
     )
 
 
-__all__ = ["TemporalTransport", "child_end", "describe_activity_error"]
+__all__ = ["TemporalTransport"]

@@ -142,7 +142,9 @@ class _BrokenTransport:
     async def flush_events(self) -> None:
         pass
 
-    async def run_tool(self, input: Any, *, start_to_close: Any, summary: str) -> Any:
+    async def run_tool(
+        self, input: Any, *, start_to_close: Any, summary: str, task_queue: Any = None
+    ) -> Any:
         return InputRequired.model_construct(kind="input_required")  # no prompt, no schema
 
     async def start_task(self, input: Any, *, summary: str) -> str | None:  # pragma: no cover
