@@ -37,6 +37,10 @@ DELEGATE_FAILED = "interaction.delegate.failed"
 TOOL_CHILD_REJECTED = "interaction.tool_child.rejected"
 CONFIGURATION_INVALID = "interaction.configuration.invalid"
 ARTIFACT_INVALID = "interaction.artifact.invalid"
+CONTEXT_INVALID = "interaction.context.invalid"
+# Sessions
+SESSION_ENDED = "interaction.session.ended"
+SESSION_MESSAGE_STALE = "interaction.session.message_stale"
 # Tools
 TOOL_NOT_FOUND = "tool.not_found"
 TOOL_NOT_AUTHORIZED = "tool.not_authorized"
@@ -82,6 +86,9 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_CHILD_REJECTED: "host",
     CONFIGURATION_INVALID: "host",
     ARTIFACT_INVALID: "contract",
+    CONTEXT_INVALID: "contract",
+    SESSION_ENDED: "contract",
+    SESSION_MESSAGE_STALE: "contract",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
     TOOL_INPUT_INVALID: "contract",
@@ -183,6 +190,25 @@ class SettlementMismatch(InvalidSignal):
     default_code = SETTLEMENT_MISMATCH
 
 
+class InvalidRunContext(ScopeError, ValueError):
+    """A run context that is not a JSON object, or is over its size limit; nothing started
+    and nothing changed."""
+
+    default_code = CONTEXT_INVALID
+
+
+class SessionEnded(ScopeError):
+    """The session has ended; it takes no more messages (start a new session id)."""
+
+    default_code = SESSION_ENDED
+
+
+class StaleMessage(InvalidSignal):
+    """A message id an earlier turn of the session already took; nothing changed."""
+
+    default_code = SESSION_MESSAGE_STALE
+
+
 class UnknownDefinition(ScopeError):
     """No Definition with that name is registered on the worker."""
 
@@ -248,6 +274,9 @@ _REFUSALS: dict[str, type[ScopeError]] = {
     DEFINITION_UNKNOWN: UnknownDefinition,
     TASK_ENDED: TaskEnded,
     PAYLOAD_TOO_LARGE: InvalidSignal,
+    CONTEXT_INVALID: InvalidRunContext,
+    SESSION_ENDED: SessionEnded,
+    SESSION_MESSAGE_STALE: StaleMessage,
 }
 
 

@@ -49,6 +49,9 @@ class InteractionInput(_Payload):
     """A tighter budget (a parent's Delegate setting)."""
     capabilities: tuple[str, ...] | None = None
     """A narrower grant (a parent's Delegate setting)."""
+    context: dict[str, Any] | None = None
+    """The run context (a JSON object of identities and ids; `scope_temporal.run_context`):
+    tools read it, delegates and background tasks inherit it, the model never sees it."""
     track_status: bool = False
     """Upsert the ScopeStatus search attribute (only when the server has it registered)."""
     continue_as_new_every: int | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -21,6 +21,7 @@ from scope_temporal.converter import with_scope_converter
 from scope_temporal.errors import ScopeError
 from scope_temporal.payload_limits import SERVER_BLOB_LIMIT_BYTES, size_of, too_large
 from scope_temporal.payloads import InteractionInput
+from scope_temporal.run_context import check_run_context
 
 
 class InteractionSummary(BaseModel):
@@ -91,6 +92,7 @@ class ScopeClient:
         *,
         id: str | None = None,
         continue_as_new_every: int | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> InteractionHandle:
         """Start an Interaction of a Definition registered on the worker.
 
@@ -102,8 +104,14 @@ class ScopeClient:
             continue_as_new_every: also continue-as-new after this many model calls per
                 run (Temporal's own suggestion always applies); the state, the steer
                 mailbox and every counter carry over, so the outcome is the same.
+            context: the run context, a JSON object of identities and ids (at most
+                16 KiB) its tools read (`current_tool_call().context`), its delegates and
+                background tasks inherit, and the model never sees. It is stored in
+                workflow history: never put secrets in it.
 
         Raises:
+            InvalidRunContext: `context` is not a JSON object, or is over 16 KiB (code
+                `interaction.context.invalid`); nothing was started.
             InteractionAlreadyStarted: a workflow with that id is running (code
                 `interaction.id.in_use`); nothing was started.
             ScopeError: code `interaction.payload.too_large`: the input is over the
@@ -112,6 +120,7 @@ class ScopeClient:
         """
         if isinstance(messages, str):
             messages = [Message.user(messages)]
+        checked = check_run_context(context) if context is not None else None
         workflow_id = id or f"{definition}-{uuid.uuid4().hex[:12]}"
         track = await self._tracks_status()
         search_attributes = None
@@ -127,6 +136,7 @@ class ScopeClient:
             messages=tuple(messages),
             track_status=track,
             continue_as_new_every=continue_as_new_every,
+            context=checked,
         )
         self.check_sendable(input, "The start input", ScopeError)
         try:

@@ -229,6 +229,7 @@ async def run_delegate(
                 max_model_calls=effect.max_model_calls,
                 capabilities=effect.capabilities,
                 track_status=track_status,
+                context=effect.run_context or None,
             ),
             process_id=effect.process_id,
             summary=f"delegate {effect.delegate} -> {effect.definition}",

@@ -39,6 +39,7 @@ def open_machine(
             list(input.messages),
             max_model_calls=input.max_model_calls,
             capabilities=input.capabilities,
+            run_context=input.context,
         )
     except ScopeError as error:
         return Failure.of(error.code, error.message)

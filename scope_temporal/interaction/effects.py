@@ -7,7 +7,7 @@ and settle it from exactly what was asked (`settle_model_result`, `settle_tool_r
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -63,6 +63,8 @@ class ToolEffectRequest(_Frozen):
     """Permissions the calling Process holds."""
     deferred_tools: tuple[str, ...] = ()
     """Deferred tools of the Definition that this call may advertise."""
+    context: dict[str, Any] = {}
+    """The calling Interaction's run context (`ToolInvocation.context`)."""
 
 
 # --- effects -----------------------------------------------------------------------
@@ -96,6 +98,8 @@ class StartDelegate(_Frozen):
     messages: tuple[Message, ...]
     max_model_calls: int | None
     capabilities: tuple[str, ...]
+    run_context: dict[str, Any] = {}
+    """The parent's run context, which the delegate inherits."""
 
 
 Effect = Annotated[CallModel | StartToolCall | StartDelegate, Field(discriminator="kind")]

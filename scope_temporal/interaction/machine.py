@@ -30,7 +30,8 @@ The rules it keeps (DESIGN.md section 2):
 
 from __future__ import annotations
 
-from typing import Literal, assert_never
+from collections.abc import Mapping
+from typing import Any, Literal, assert_never
 
 from scope_temporal import errors
 from scope_temporal.chat import FinishReason, Message, Response, ToolResult
@@ -59,6 +60,7 @@ from scope_temporal.interaction.state import (
 from scope_temporal.interaction.steering import check_steer, record_rejection, steer_digest
 from scope_temporal.interaction.transitions import Machine, Table, same
 from scope_temporal.outputs import Failure
+from scope_temporal.run_context import check_run_context
 from scope_temporal.tools import rejections
 
 Event = Literal[
@@ -121,11 +123,16 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         *,
         max_model_calls: int | None = None,
         capabilities: tuple[str, ...] | None = None,
+        run_context: Mapping[str, Any] | None = None,
     ) -> InteractionMachine:
         """A fresh Interaction: instructions (if any) then `messages` as working context.
 
         `max_model_calls` and `capabilities` (a parent's delegate budget and grant) can only
-        tighten the Definition's own.
+        tighten the Definition's own. `run_context` is what its tools read.
+
+        Raises:
+            InvalidSignal: no messages.
+            InvalidRunContext: `run_context` is not a JSON object within its size limit.
         """
         if not messages:
             raise InvalidSignal("An Interaction needs at least one message to start.")
@@ -143,6 +150,7 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
             context=[*context, *messages],
             max_model_calls=limit,
             granted=tuple(sorted(granted)),
+            run_context=check_run_context(run_context) if run_context is not None else {},
         )
         return cls(definition, state)
 

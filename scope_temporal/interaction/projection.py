@@ -85,6 +85,7 @@ def interaction_snapshot(s: InteractionState) -> ProcessSnapshot:
         status=_status(s),
         model_calls=s.model_calls,
         context=tuple(s.context),
+        run_context=s.run_context,
         settled_results=tuple(s.rounds),
         unknown_effects=unknown,
         active_delegates=tuple(

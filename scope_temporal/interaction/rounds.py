@@ -129,6 +129,7 @@ def _tool_effect(
             call=slot.call,
             granted=s.granted,
             deferred_tools=tuple(t.name for t in definition.tools.deferred),
+            context=s.run_context,
         )
     )
 
@@ -157,6 +158,7 @@ def _delegate_effect(
         messages=(Message.user(text),),
         max_model_calls=delegate.max_model_calls,
         capabilities=tuple(sorted(granted)),
+        run_context=s.run_context,
     )
 
 

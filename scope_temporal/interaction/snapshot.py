@@ -156,6 +156,8 @@ class ProcessSnapshot(_Frozen):
     """For an Interaction: the background tasks its calls launched, in launch order."""
     task: TaskSnapshot | None = None
     """For a background task: its state."""
+    run_context: dict[str, Any] = {}
+    """For an Interaction: its run context (what its tools read)."""
 
 
 class TreeSnapshot(_Frozen):

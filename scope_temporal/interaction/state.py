@@ -100,3 +100,5 @@ class InteractionState(_State):
     artifacts: list[Artifact] = []
     output: Output | None = None
     failure: Failure | None = None
+    run_context: dict[str, Any] = {}
+    """What the Interaction acts for (`scope_temporal.run_context`); never model-visible."""

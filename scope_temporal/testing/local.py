@@ -35,6 +35,7 @@ from scope_temporal.outputs import Failure, Output
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.payloads import InteractionInput, ResolveInput, SteerInput, ToolInputAnswer
 from scope_temporal.registry import Registry
+from scope_temporal.run_context import check_run_context
 from scope_temporal.testing.engine import LocalEngine
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
@@ -85,9 +86,24 @@ class LocalRunner:
         return {d.name: d for d in self.registry.definitions}
 
     async def start(
-        self, definition: str, messages: Sequence[Message], *, id: str | None = None
+        self,
+        definition: str,
+        messages: Sequence[Message] | str,
+        *,
+        id: str | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> LocalRun:
-        """Start an Interaction of `definition`; returns at once with its handle."""
+        """Start an Interaction of `definition`; returns at once with its handle.
+
+        `context` is the run context, as `ScopeClient.start`'s.
+
+        Raises:
+            UnknownDefinition: no such Definition.
+            InvalidRunContext: `context` is not a JSON object within 16 KiB.
+        """
+        if isinstance(messages, str):
+            messages = [Message.user(messages)]
+        checked = check_run_context(context) if context is not None else None
         if self.registry.lookup(definition) is None:
             raise errors.UnknownDefinition(
                 f"No Definition named {definition!r} (known: {self.registry.names})."
@@ -95,7 +111,8 @@ class LocalRunner:
         self._runs += 1
         run = LocalRun(self, id or f"local-{self._runs}")
         opened = run.engine.open_interaction(
-            run.id, InteractionInput(definition=definition, messages=tuple(messages))
+            run.id,
+            InteractionInput(definition=definition, messages=tuple(messages), context=checked),
         )
         if isinstance(opened, Failure):
             raise errors.refusal(opened.code, opened.message)

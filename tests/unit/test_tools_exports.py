@@ -13,6 +13,7 @@ EXPECTED = {
     "ToolFailure",
     "HostFailure",
     "require_tool_input",
+    "run_context",
     "tool_input_continuation",
     "advertise_tools",
     "current_tool_call",
