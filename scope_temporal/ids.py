@@ -72,6 +72,11 @@ def delegate_process_id(parent_id: str, model_call_seq: int, call_index: int) ->
     return f"{parent_id}/delegate/{model_call_seq}/{call_index}"
 
 
+def turn_process_id(session_id: str, turn: int) -> str:
+    """Workflow id of a session's turn (an Interaction, child of the session)."""
+    return f"{session_id}/turn/{turn}"
+
+
 def model_effect_id(process_id: str, model_call_seq: int) -> str:
     """EffectID of one model call."""
     return f"{process_id}/model/{model_call_seq}"

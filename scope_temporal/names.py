@@ -11,6 +11,8 @@ INTERACTION_WORKFLOW = "scope.Interaction"
 TOOL_CALL_WORKFLOW = "scope.ToolCall"
 TASK_WORKFLOW = "scope.BackgroundTask"
 """One background task; its workflow id is the task id."""
+SESSION_WORKFLOW = "scope.Session"
+"""One conversation of turns; its workflow id is the session id."""
 
 MODEL_ACTIVITY = "scope.model"
 TOOL_ACTIVITY = "scope.tool"
@@ -29,13 +31,21 @@ TASK_CANCEL = "scope.task.cancel"
 TASK_REPORT = "scope.task.report"
 """Signal a background attempt sends its own task: progress counts, resume accepted."""
 
+SESSION_SEND = "scope.session.send"
+"""Update on a session: one message (it opens a turn, or steers the running one)."""
+SESSION_END = "scope.session.end"
+"""Update on a session: end it (its running turn is cancelled)."""
+
 SNAPSHOT_QUERY = "scope.snapshot"
 TASK_STATUS_QUERY = "scope.task.status"
 """A background task's TaskSnapshot (status, progress, result)."""
 TASK_QUESTION_QUERY = "scope.task.question"
 """A background task's open question (a PendingToolInput), or null."""
 CONTEXT_QUERY = "scope.context"
-"""Messages of the model call in flight, by range (what a worker fetches on a cache miss)."""
+"""Messages of the model call in flight, by range (what a worker fetches on a cache miss);
+on a session, its transcript."""
+SESSION_SNAPSHOT_QUERY = "scope.session.snapshot"
+"""A session's SessionSnapshot (its turns, the transcript's length and digest)."""
 
 DEFAULT_TASK_QUEUE = "scope"
 

@@ -46,6 +46,7 @@ from scope_temporal.versioning import pinned_deployment
 from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
 from scope_temporal.workflows.serving import RegistryInterceptor
+from scope_temporal.workflows.session import SessionWorkflow
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
 
 DEFAULT_TASK_OUTPUT = Path(".scope/task-output")
@@ -178,7 +179,12 @@ class ScopeWorker:
         self.worker = Worker(
             self.client,
             task_queue=task_queue,
-            workflows=[InteractionWorkflow, ToolCallWorkflow, BackgroundTaskWorkflow],
+            workflows=[
+                InteractionWorkflow,
+                ToolCallWorkflow,
+                BackgroundTaskWorkflow,
+                SessionWorkflow,
+            ],
             activities=[
                 activities.model,
                 activities.tool,

@@ -26,6 +26,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, assert_never
 
 from scope_temporal import errors, names
+from scope_temporal.context_refs import EMPTY_REF
 from scope_temporal.driver.calls import run_delegate, run_tool_call
 from scope_temporal.driver.inputs import check_size, check_steer_room, settlement_for
 from scope_temporal.driver.model_calls import ModelCaller
@@ -78,7 +79,8 @@ class InteractionDriver:
         self.machine = machine
         self._transport = transport
         self._input = input
-        self._models = ModelCaller(input.context_sent)
+        base = machine.base
+        self._models = ModelCaller(input.context_sent, base.ref if base is not None else EMPTY_REF)
         self._settings = input.settings
         self._provisional_limit = limit
         self._held: list[Callable[[], None]] = []  # signals that came before the settings

@@ -40,6 +40,7 @@ def open_machine(
             max_model_calls=input.max_model_calls,
             capabilities=input.capabilities,
             run_context=input.context,
+            base=input.base,
         )
     except ScopeError as error:
         return Failure.of(error.code, error.message)

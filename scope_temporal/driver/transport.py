@@ -33,6 +33,7 @@ from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
     InteractionInput,
     ModelActivityInput,
+    SessionInput,
     TaskAttemptInput,
     TaskInput,
     ToolActivityInput,
@@ -173,6 +174,36 @@ class InteractionTransport(ToolCallTransport, Protocol):
         ...
 
 
+class SessionTransport(Host, Protocol):
+    """What a session needs: its turns (child Interactions), one at a time."""
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run `work` concurrently with the session's loop."""
+        ...
+
+    async def run_turn(
+        self,
+        input: InteractionInput,
+        *,
+        process_id: str,
+        summary: str,
+        started: Callable[[], None],
+    ) -> Output | ChildEnd:
+        """Run a turn (a child Interaction) to its Output; `started()` once it runs (the
+        host's send returns then, so the turn's handle finds it)."""
+        ...
+
+    async def signal(self, process_id: str, signal: str, payload: Any) -> None:
+        """Deliver a signal to the running turn (dropped if it ended meanwhile)."""
+        ...
+
+    def continue_as_new_suggested(self) -> bool: ...
+
+    async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
+        """End this run and continue in a new one from `input` (once handlers finished)."""
+        ...
+
+
 class AttemptRun(Protocol):
     """A background attempt in flight."""
 
@@ -204,6 +235,7 @@ __all__ = [
     "InteractionTransport",
     "Lost",
     "Refused",
+    "SessionTransport",
     "TaskTransport",
     "ToolCallTransport",
 ]

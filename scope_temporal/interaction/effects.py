@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from scope_temporal.chat import Message, Options, Response, ToolCall
+from scope_temporal.context_refs import BaseRef
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.tools.outcome import Failed, Rejected, Succeeded
@@ -36,11 +37,21 @@ class ModelEffectRequest(_Frozen):
     model: str
     """Name of the model registered on the worker."""
     messages: tuple[Message, ...]
-    """The working context (after steers were applied), before any context reducer."""
+    """The working context (after steers were applied), before any context reducer; for a
+    session's turn, the part after `base`."""
     tools: tuple[ToolDefinition, ...]
     options: Options
     context_reducer: str | None = None
     applied_signals: tuple[str, ...] = ()
+    base: BaseRef | None = None
+    """A session's turn: the session transcript the context starts with, by reference (the
+    model was sent the base's messages, then `messages`)."""
+
+    def expanded(self, base: tuple[Message, ...]) -> ModelEffectRequest:
+        """The request with its base's messages in place (`base` holds exactly them)."""
+        if self.base is None:
+            return self
+        return self.model_copy(update={"messages": (*base, *self.messages), "base": None})
 
 
 class ToolEffectRequest(_Frozen):

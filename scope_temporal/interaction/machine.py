@@ -35,6 +35,7 @@ from typing import Any, Literal, assert_never
 
 from scope_temporal import errors
 from scope_temporal.chat import FinishReason, Message, Response, ToolResult
+from scope_temporal.context_refs import BaseRef
 from scope_temporal.definition import Definition
 from scope_temporal.errors import InvalidSignal, ProtocolError, ScopeError
 from scope_temporal.interaction import completion, rounds, rules, turns
@@ -48,7 +49,7 @@ from scope_temporal.interaction.effects import (
     ModelSettlement,
     ModelUnknown,
 )
-from scope_temporal.interaction.projection import InteractionView
+from scope_temporal.interaction.projection import InteractionView, turn_transcript
 from scope_temporal.interaction.snapshot import ResultEntry, SignalKind
 from scope_temporal.interaction.state import (
     LIVE_PHASES,
@@ -124,11 +125,14 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         max_model_calls: int | None = None,
         capabilities: tuple[str, ...] | None = None,
         run_context: Mapping[str, Any] | None = None,
+        base: BaseRef | None = None,
     ) -> InteractionMachine:
         """A fresh Interaction: instructions (if any) then `messages` as working context.
 
         `max_model_calls` and `capabilities` (a parent's delegate budget and grant) can only
-        tighten the Definition's own. `run_context` is what its tools read.
+        tighten the Definition's own. `run_context` is what its tools read. `base` makes
+        it a session's turn: its context is that transcript (by reference) followed by
+        `messages`; the instructions open only the first turn's (an empty base).
 
         Raises:
             InvalidSignal: no messages.
@@ -142,7 +146,8 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         granted = definition.capabilities
         if capabilities is not None:
             granted = granted & frozenset(capabilities)
-        context = [Message.system(definition.instructions)] if definition.instructions else []
+        instructions = definition.instructions if base is None or base.count == 0 else None
+        context = [Message.system(instructions)] if instructions else []
         state = InteractionState(
             process_id=process_id,
             definition=definition.name,
@@ -151,6 +156,8 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
             max_model_calls=limit,
             granted=tuple(sorted(granted)),
             run_context=check_run_context(run_context) if run_context is not None else {},
+            base=base,
+            turn_of=base.workflow_id if base is not None else None,
         )
         return cls(definition, state)
 
@@ -203,9 +210,8 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
     def resolve(self, settlement: ModelSettlement) -> None:
         """Apply a host's investigated settlement of the unknown model Effect."""
         self.check_resolution(settlement)
-        self._apply(
-            "resolve", lambda s: self._admit(s, settlement.response, settlement.messages_sent)
-        )
+        replacing = rules.replacement(settlement.request, settlement.messages_sent)
+        self._apply("resolve", lambda s: self._admit(s, settlement.response, replacing))
 
     def check_steer(self, signal_id: str, messages: tuple[Message, ...]) -> bool:
         """Validate a steer; True if new, False if an exact duplicate (a no-op).
@@ -309,6 +315,7 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         seq = s.model.request.model_call_seq if s.model is not None else 0
         if messages_sent is not None:
             s.context = list(messages_sent)
+            s.base = None  # the replacement is the whole context
         s.model = None
         s.model_calls += 1
         message = response.message
@@ -367,6 +374,8 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         match decision:
             case completion.Accepted():
                 s.output = decision.output
+                if s.turn_of is not None:
+                    s.output = s.output.model_copy(update={"transcript": turn_transcript(s)})
                 s.phase = "completed"
             case completion.Again():
                 if decision.feedback is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from scope_temporal.context_refs import BaseRef
 from scope_temporal.definition import Definition
 from scope_temporal.ids import task_id, tool_call_ref
 from scope_temporal.interaction.snapshot import (
@@ -13,7 +14,7 @@ from scope_temporal.interaction.snapshot import (
     UnknownEffect,
 )
 from scope_temporal.interaction.state import TERMINAL_PHASES, InteractionState
-from scope_temporal.outputs import Failure, Output
+from scope_temporal.outputs import Failure, Output, TurnTranscript
 
 
 def _status(s: InteractionState) -> Status:
@@ -61,6 +62,15 @@ def _queued_message_bytes(s: InteractionState) -> int:
     call would send, before its tool manifest."""
     messages = [*s.context, *(m for e in s.mailbox for m in e.messages)]
     return sum(len(m.model_dump_json()) for m in messages)
+
+
+def turn_transcript(s: InteractionState) -> TurnTranscript:
+    """What a session's turn adds to the session's transcript."""
+    return TurnTranscript(
+        messages=tuple(s.context),
+        replaced=s.base is None,
+        applied_signals=tuple(s.applied_signals),
+    )
 
 
 def interaction_snapshot(s: InteractionState) -> ProcessSnapshot:
@@ -119,6 +129,11 @@ class InteractionView:
     def state(self) -> InteractionState:
         """A copy of the full state (safe to serialise or keep)."""
         return self._state.model_copy(deep=True)
+
+    @property
+    def base(self) -> BaseRef | None:
+        """A session's turn: the transcript its context starts with, by reference."""
+        return self._state.base
 
     @property
     def process_id(self) -> str:
@@ -194,4 +209,4 @@ class InteractionView:
         return interaction_snapshot(self._state)
 
 
-__all__ = ["InteractionView", "interaction_snapshot"]
+__all__ = ["InteractionView", "interaction_snapshot", "turn_transcript"]

@@ -12,10 +12,11 @@ from typing import Any
 
 from scope_temporal import errors
 from scope_temporal.chat import Message, ToolCall, ToolResult
+from scope_temporal.context_refs import prefix_digest
 from scope_temporal.definition import Definition
 from scope_temporal.errors import SettlementMismatch
 from scope_temporal.ids import tool_call_ref
-from scope_temporal.interaction.effects import ModelSettlement
+from scope_temporal.interaction.effects import ModelEffectRequest, ModelSettlement
 from scope_temporal.interaction.snapshot import ResultEntry
 from scope_temporal.interaction.state import CallSlot, InteractionState
 from scope_temporal.models.protocol import ToolDefinition
@@ -46,6 +47,22 @@ def check_resolution(s: InteractionState, settlement: ModelSettlement) -> None:
             f"The settlement's response cannot be admitted: {problem} Settle with the "
             "response the model gave, or cancel the Interaction."
         )
+
+
+def replacement(
+    request: ModelEffectRequest, messages_sent: tuple[Message, ...]
+) -> tuple[Message, ...] | None:
+    """The context a host's settlement puts in place: `messages_sent`, or None when they
+    are exactly a turn's base (by its digest) then the request's own messages, i.e. the
+    call sent the context unreduced and the base stays a reference."""
+    base = request.base
+    if base is None or len(messages_sent) != base.count + len(request.messages):
+        return messages_sent
+    if messages_sent[base.count :] != request.messages:
+        return messages_sent
+    if prefix_digest(messages_sent[: base.count]) != base.digest:
+        return messages_sent
+    return None
 
 
 def response_problem(message: Message) -> str | None:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from scope_temporal.chat import Message, ToolCall, ToolResult
+from scope_temporal.context_refs import BaseRef
 from scope_temporal.interaction.effects import ModelEffectRequest
 from scope_temporal.interaction.snapshot import RejectedSignal, RoundResults
 from scope_temporal.outputs import Artifact, Failure, Output
@@ -102,3 +103,8 @@ class InteractionState(_State):
     failure: Failure | None = None
     run_context: dict[str, Any] = {}
     """What the Interaction acts for (`scope_temporal.run_context`); never model-visible."""
+    base: BaseRef | None = None
+    """A session's turn: the transcript its context starts with, by reference; `context`
+    holds what follows. Dropped when a reducer (or the host) replaces the context."""
+    turn_of: str | None = None
+    """A session's turn: the session's workflow id (its Output carries the transcript)."""

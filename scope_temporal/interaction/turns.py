@@ -47,6 +47,7 @@ def begin(definition: Definition, s: InteractionState) -> ModelEffectRequest | F
         options=definition.options,
         context_reducer=definition.context_reducer,
         applied_signals=tuple(applied),
+        base=s.base,
     )
     s.model = PendingModel(request=request, emitted=True)
     return request

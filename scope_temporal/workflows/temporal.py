@@ -49,6 +49,7 @@ from scope_temporal.payloads import (
     HeartbeatState,
     InteractionInput,
     ModelActivityInput,
+    SessionInput,
     TaskAttemptInput,
     TaskInput,
     ToolActivityInput,
@@ -204,6 +205,23 @@ class TemporalTransport:
             names.INTERACTION_WORKFLOW, input, Output, id=process_id, summary=summary
         )
 
+    async def run_turn(
+        self,
+        input: InteractionInput,
+        *,
+        process_id: str,
+        summary: str,
+        started: Callable[[], None],
+    ) -> Output | ChildEnd:
+        return await _run_child(
+            names.INTERACTION_WORKFLOW,
+            input,
+            Output,
+            id=process_id,
+            summary=summary,
+            started=started,
+        )
+
     async def signal(self, process_id: str, signal: str, payload: Any) -> None:
         try:
             await workflow.get_external_workflow_handle(process_id).signal(signal, payload)
@@ -230,6 +248,10 @@ class TemporalTransport:
         return workflow.info().is_continue_as_new_suggested()
 
     async def continue_as_new(self, input: InteractionInput) -> NoReturn:
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(input)
+
+    async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(input)
 
@@ -307,9 +329,16 @@ async def _once(
 
 
 async def _run_child(
-    workflow_type: str, input: BaseModel, result_type: type[R], *, id: str, summary: str
+    workflow_type: str,
+    input: BaseModel,
+    result_type: type[R],
+    *,
+    id: str,
+    summary: str,
+    started: Callable[[], None] | None = None,
 ) -> R | ChildEnd:
-    """Start a child workflow (cancelled with its parent) and wait for its result."""
+    """Start a child workflow (cancelled with its parent; `started()` once it runs) and
+    wait for its result."""
     try:
         handle = await workflow.start_child_workflow(
             workflow_type,
@@ -321,6 +350,8 @@ async def _run_child(
         )
     except Exception as error:  # the child could not start
         return Refused(str(error))
+    if started is not None:
+        started()
     try:
         result: R = await handle
     except ChildWorkflowError as error:

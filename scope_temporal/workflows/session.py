@@ -1,0 +1,112 @@
+"""Workflow `scope.Session`. Everything here runs inside the workflow: deterministic.
+
+A thin shell around `SessionDriver` (the same driver `LocalRunner` runs): it opens the
+machine (new, or from the state continue-as-new carried), reads each update's raw
+payload, and hands everything else to the driver with `TemporalTransport`. Its workflow
+id is the session id; each turn is a child `scope.Interaction` `<session id>/turn/<n>`.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.common import RawValue
+
+from scope_temporal import errors, names
+from scope_temporal.driver.session import SessionDriver
+from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.session import SessionMachine
+from scope_temporal.interaction.session_values import SendReceipt, SessionSnapshot
+from scope_temporal.outputs import Failure
+from scope_temporal.payloads import (
+    ContextPage,
+    ContextPageRequest,
+    SessionEndInput,
+    SessionInput,
+    SessionSend,
+)
+from scope_temporal.run_context import check_run_context
+from scope_temporal.workflows import inputs, serving
+from scope_temporal.workflows.outcomes import failure_error, update_rejection
+from scope_temporal.workflows.temporal import TemporalTransport
+
+
+# ScopeError: as for scope.Interaction, a deterministic framework error fails the workflow
+# with its code. Not sandboxed, for the same reasons (see workflows/interaction.py).
+@workflow.defn(name=names.SESSION_WORKFLOW, failure_exception_types=[ScopeError], sandboxed=False)
+class SessionWorkflow:
+    """One session: a conversation of turns of one registered Definition."""
+
+    @workflow.init
+    def __init__(self, input: SessionInput) -> None:
+        served = serving.current()
+        info = workflow.info()
+        self._refusal: ScopeError | None = None
+        if input.state is not None:
+            machine = SessionMachine(input.state)
+        else:
+            context = None
+            try:
+                if input.context is not None:
+                    context = check_run_context(input.context)
+            except ScopeError as error:
+                self._refusal = error
+            machine = SessionMachine.start(info.workflow_id, input.definition, context)
+        if self._refusal is None and served.lookup(machine.definition) is None:
+            self._refusal = errors.UnknownDefinition(
+                f"No Definition {machine.definition!r} is registered on task queue "
+                f"{info.task_queue!r} (known: {served.names}); the session took no message. "
+                "Register it on the worker."
+            )
+        self._driver = SessionDriver(
+            machine, TemporalTransport(), input, limit=served.payload_limit
+        )
+
+    @workflow.run
+    async def run(self, input: SessionInput) -> SessionSnapshot:
+        if self._refusal is not None:
+            raise failure_error(Failure.of(self._refusal.code, self._refusal.message))
+        return await self._driver.run()
+
+    @workflow.update(name=names.SESSION_SEND)
+    async def send(self, raw: RawValue) -> SendReceipt:
+        try:
+            input = inputs.decode(raw, SessionSend, "session send")
+            duplicate = self._driver.validate_send(input)
+            if duplicate is not None:
+                return duplicate
+            return await self._driver.send(input)
+        except ScopeError as error:
+            raise update_rejection(error) from None
+
+    @send.validator
+    def _validate_send(self, raw: RawValue) -> None:
+        try:
+            if self._refusal is not None:
+                raise self._refusal
+            self._driver.validate_send(inputs.decode(raw, SessionSend, "session send"))
+        except ScopeError as error:
+            raise update_rejection(error) from None
+
+    @workflow.update(name=names.SESSION_END)
+    def end(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
+        input = inputs.decode_optional(raw, SessionEndInput, "session end")
+        self._driver.end(input or SessionEndInput())
+
+    @end.validator
+    def _validate_end(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
+        try:
+            inputs.decode_optional(raw, SessionEndInput, "session end")
+            refusal = self._driver.end_refusal()
+            if refusal is not None:
+                raise refusal
+        except ScopeError as error:
+            raise update_rejection(error) from None
+
+    @workflow.query(name=names.SESSION_SNAPSHOT_QUERY)
+    def snapshot(self) -> SessionSnapshot:
+        return self._driver.snapshot()
+
+    @workflow.query(name=names.CONTEXT_QUERY)
+    def context_page(self, input: ContextPageRequest) -> ContextPage:
+        """Transcript messages by range: a turn's base, for a worker whose cache missed it."""
+        return self._driver.context_page(input)
