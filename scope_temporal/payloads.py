@@ -191,6 +191,9 @@ class SessionSend(_Payload):
     """User messages."""
     definition: str | None = None
     """The Definition the sender expects the session to run (checked when given)."""
+    follows: int = 0
+    """The latest turn whose end the sender has seen: the message never steers it (it
+    waits for the session to take that turn's end, then opens the next turn)."""
 
 
 class SessionEndInput(_Payload):

@@ -46,7 +46,8 @@ class Sender(Protocol):
     def check_sendable(self, payload: BaseModel, what: str, error: type[ScopeError]) -> None: ...
 
 
-def _typed(error: BaseException) -> ScopeError:
+def typed_refusal(error: BaseException) -> ScopeError:
+    """The typed error for an update a workflow refused (its code names the class)."""
     cause = error.__cause__ or getattr(error, "cause", None)
     if isinstance(cause, ApplicationError) and cause.type:
         return errors.refusal(cause.type, cause.message)
@@ -68,7 +69,7 @@ class InteractionHandle:
         try:
             return await self._workflow(process_id).execute_update(update, payload)
         except WorkflowUpdateFailedError as error:
-            raise _typed(error) from error
+            raise typed_refusal(error) from error
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
                 raise errors.InteractionNotFound(
@@ -228,4 +229,4 @@ class InteractionHandle:
         return output
 
 
-__all__ = ["InteractionHandle", "Sender"]
+__all__ = ["InteractionHandle", "Sender", "typed_refusal"]

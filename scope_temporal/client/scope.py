@@ -17,6 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from scope_temporal import errors, names
 from scope_temporal.chat import Message
 from scope_temporal.client.handle import InteractionHandle
+from scope_temporal.client.session import SessionHandle, SessionSummary
 from scope_temporal.converter import with_scope_converter
 from scope_temporal.errors import ScopeError
 from scope_temporal.payload_limits import SERVER_BLOB_LIMIT_BYTES, size_of, too_large
@@ -174,6 +175,61 @@ class ScopeClient:
                 too_large(what, size, SERVER_BLOB_LIMIT_BYTES, "Nothing was sent; send less."),
                 code=errors.PAYLOAD_TOO_LARGE,
             )
+
+    def session(
+        self,
+        definition: str,
+        *,
+        id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        continue_as_new_every: int = 100,
+    ) -> SessionHandle:
+        """A session of `definition`: a conversation of turns, one Interaction each. No
+        call is made: the first `send` starts it (update-with-start), later ones reach it.
+
+        Args:
+            definition: the Definition each turn runs.
+            id: the session id (its workflow id; default `<definition>-session-<random>`).
+                Turns are `<id>/turn/<n>`.
+            context: the run context of every turn (as `start`'s), plus `session_id`.
+            continue_as_new_every: the session continues as new after this many turns (or
+                when Temporal suggests it), carrying its transcript.
+
+        Raises:
+            InvalidRunContext: `context` is not a JSON object within 16 KiB.
+        """
+        checked = check_run_context(context) if context is not None else None
+        return SessionHandle(
+            self,
+            id or f"{definition}-session-{uuid.uuid4().hex[:12]}",
+            definition=definition,
+            context=checked,
+            continue_as_new_every=continue_as_new_every,
+        )
+
+    def get_session(self, id: str) -> SessionHandle:
+        """A handle on an existing session to read or end it (no call is made); to send,
+        use `session(definition, id=id)`."""
+        return SessionHandle(self, id)
+
+    async def sessions(self, *, query: str | None = None, limit: int = 20) -> list[SessionSummary]:
+        """The most recent sessions (optionally filtered by a visibility query, e.g.
+        "ExecutionStatus = 'Running'")."""
+        base = f"WorkflowType = '{names.SESSION_WORKFLOW}'"
+        found: list[SessionSummary] = []
+        async for execution in self.client.list_workflows(
+            f"{base} AND ({query})" if query else base, limit=limit
+        ):
+            memo = await execution.memo()
+            found.append(
+                SessionSummary(
+                    id=execution.id,
+                    status=execution.status.name.lower() if execution.status else "unknown",
+                    start_time=execution.start_time.isoformat(),
+                    definition=memo.get("definition"),
+                )
+            )
+        return found
 
     def get_handle(self, id: str) -> InteractionHandle:
         """A handle on an existing Interaction (no call is made)."""

@@ -10,7 +10,9 @@ What it decides itself are the engine-level rules:
  1. A message over the payload limit, or for another Definition than the session runs,
     is refused before it reaches the machine.
  2. A send returns once the turn that takes it runs (a new turn: once its child started),
-    so the turn's handle finds it.
+    so the turn's handle finds it. A message whose sender has seen the running turn end
+    (its child's result can reach a host before the session) waits for the session to
+    take that end, and opens the next turn.
  3. Idle, with nothing in flight, the session continues as new every
     `continue_as_new_every` turns or when the engine suggests it, carrying its state.
  4. `scope.context` on a session pages through its transcript: what a worker fetches as
@@ -195,10 +197,22 @@ class SessionDriver:
         return self.machine.check_send(input.message_id, input.messages)
 
     async def send(self, input: SessionSend) -> SendReceipt:
-        """Take a validated message; returns once the turn taking it runs (rule 2)."""
+        """Take a validated message; returns once the turn taking it runs (rule 2).
+
+        A message sent after its sender saw the running turn end (`follows`) waits until
+        the session has taken that end too: it opens the next turn, never steers the
+        finished one.
+        """
+        machine = self.machine
+
+        def seen_turn_runs() -> bool:
+            current = machine.current
+            return current is not None and current.turn <= input.follows
+
+        if seen_turn_runs():
+            await self._transport.wait_until(lambda: not seen_turn_runs())
         receipt = self.machine.send(input.message_id, input.messages)
         self._touch()
-        machine = self.machine
         await self._transport.wait_until(
             lambda: receipt.turn in self._started or machine.phase in ("ended", "failed")
         )

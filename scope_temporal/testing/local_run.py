@@ -4,6 +4,7 @@ the same verbs as `InteractionHandle`, on the in-process engine."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from scope_temporal import errors
@@ -35,6 +36,7 @@ class LocalRun:
         self.engine = engine or LocalEngine(runner)
         self.tasks = self.engine.tasks
         self._run: asyncio.Task[Output | Failure] | None = None
+        self._on_end: Callable[[], None] | None = None
 
     @classmethod
     def attached(
@@ -43,10 +45,14 @@ class LocalRun:
         engine: LocalEngine,
         run_id: str,
         run: asyncio.Task[Output | Failure],
+        *,
+        on_end: Callable[[], None] | None = None,
     ) -> LocalRun:
-        """The handle of an Interaction already running on `engine` (a session's turn)."""
+        """The handle of an Interaction already running on `engine` (a session's turn);
+        `on_end()` once `result()` saw it end."""
         handle = cls(runner, run_id, engine)
         handle._run = run
+        handle._on_end = on_end
         return handle
 
     def _started(self, root: InteractionDriver) -> None:
@@ -66,6 +72,8 @@ class LocalRun:
         done, _ = await asyncio.wait([self._run], timeout=timeout)
         if not done:
             raise TimeoutError(f"Interaction {self.id!r} did not end in {timeout}s.")
+        if self._on_end is not None:
+            self._on_end()
         machine = self._root.machine
         if machine.output is not None:
             return machine.output

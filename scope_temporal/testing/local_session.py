@@ -95,6 +95,7 @@ class LocalSession:
         machine = SessionMachine.start(session_id, definition, context)
         self._driver = self._open(machine, self._input)
         self._run: asyncio.Task[SessionSnapshot] | None = None
+        self._seen = 0  # the latest turn whose end a handle of this session saw
 
     def _open(self, machine: SessionMachine, input: SessionInput) -> SessionDriver:
         driver = SessionDriver(
@@ -129,6 +130,7 @@ class LocalSession:
             message_id=message_id or uuid.uuid4().hex,
             messages=as_messages(message),
             definition=self.definition,
+            follows=self._seen,
         )
         receipt = self._driver.validate_send(input)
         if receipt is None:
@@ -143,7 +145,11 @@ class LocalSession:
         task = self._turns.get(process_id)
         if task is None:
             raise InvalidSignal(f"Session {self.id!r} has no turn {number} yet.")
-        return LocalRun.attached(self.runner, self.engine, process_id, task)
+
+        def seen() -> None:
+            self._seen = max(self._seen, number)
+
+        return LocalRun.attached(self.runner, self.engine, process_id, task, on_end=seen)
 
     async def end(self, reason: str = "ended by the host") -> None:
         """End the session (a running turn is cancelled first); returns once it ended."""

@@ -39,8 +39,7 @@ class SessionWorkflow:
     @workflow.init
     def __init__(self, input: SessionInput) -> None:
         served = serving.current()
-        info = workflow.info()
-        self._refusal: ScopeError | None = None
+        self._refusal: Failure | None = None
         if input.state is not None:
             machine = SessionMachine(input.state)
         else:
@@ -48,15 +47,9 @@ class SessionWorkflow:
             try:
                 if input.context is not None:
                     context = check_run_context(input.context)
-            except ScopeError as error:
-                self._refusal = error
-            machine = SessionMachine.start(info.workflow_id, input.definition, context)
-        if self._refusal is None and served.lookup(machine.definition) is None:
-            self._refusal = errors.UnknownDefinition(
-                f"No Definition {machine.definition!r} is registered on task queue "
-                f"{info.task_queue!r} (known: {served.names}); the session took no message. "
-                "Register it on the worker."
-            )
+            except ScopeError as error:  # only a raw start sends one: the client checks
+                self._refusal = Failure.of(error.code, error.message)
+            machine = SessionMachine.start(workflow.info().workflow_id, input.definition, context)
         self._driver = SessionDriver(
             machine, TemporalTransport(), input, limit=served.payload_limit
         )
@@ -64,7 +57,7 @@ class SessionWorkflow:
     @workflow.run
     async def run(self, input: SessionInput) -> SessionSnapshot:
         if self._refusal is not None:
-            raise failure_error(Failure.of(self._refusal.code, self._refusal.message))
+            raise failure_error(self._refusal)
         return await self._driver.run()
 
     @workflow.update(name=names.SESSION_SEND)
@@ -82,10 +75,23 @@ class SessionWorkflow:
     def _validate_send(self, raw: RawValue) -> None:
         try:
             if self._refusal is not None:
-                raise self._refusal
+                raise errors.refusal(self._refusal.code, self._refusal.message)
+            self._check_served()
             self._driver.validate_send(inputs.decode(raw, SessionSend, "session send"))
         except ScopeError as error:
             raise update_rejection(error) from None
+
+    def _check_served(self) -> None:
+        """Refuse a message this worker cannot run a turn for (validators only: the
+        session stays, and takes messages once a worker serves its Definition)."""
+        served = serving.current()
+        definition = self._driver.machine.definition
+        if served.lookup(definition) is None:
+            raise errors.UnknownDefinition(
+                f"No Definition {definition!r} is registered on task queue "
+                f"{workflow.info().task_queue!r} (known: {served.names}); the message was not "
+                "taken. Register it on the worker."
+            )
 
     @workflow.update(name=names.SESSION_END)
     def end(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
