@@ -6,6 +6,12 @@ non-retrying activity, and an ambiguous outcome becomes an unknown Effect the ho
 
 from typing import TYPE_CHECKING
 
+from scope_temporal.approval import (
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRecord,
+    ApprovalRequest,
+)
 from scope_temporal.background import (
     BackgroundOperation,
     BackgroundTool,
@@ -125,6 +131,10 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "ActiveDelegate",
+    "ApprovalDecision",
+    "ApprovalPolicy",
+    "ApprovalRecord",
+    "ApprovalRequest",
     "Artifact",
     "ArtifactDecodeError",
     "BackgroundOperation",

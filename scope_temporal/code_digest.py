@@ -6,9 +6,10 @@ What the fingerprint covers:
 1. The function's **source text** (from `inspect.getsource`), without comments, blank
    lines or trailing spaces: the same text gives the same fingerprint on every Python
    version and in every process; moving the function within its file does not change it.
-   Without source (a `.pyc`-only install, `exec`'d code) it falls back to the **compiled
-   code** (bytecode, constants, names, recursively for nested code objects), marked with
-   the Python minor version, because bytecode changes between minor versions.
+   Without source (a `.pyc`-only install, `exec`'d code, code compiled under the name of a
+   file that is not its source) it falls back to the **compiled code** (bytecode,
+   constants, names, recursively for nested code objects), marked with the Python minor
+   version, because bytecode changes between minor versions.
 2. The values the function holds beyond its text: argument defaults and the variables of
    its closure (e.g. `make_validator(min_words=5)` differs from `min_words=6`), as JSON;
    a value that is not plain data counts by its type only, functions by their own
@@ -88,7 +89,9 @@ def _describe(fn: Any, seen: set[int]) -> tuple[str, Any]:
 def _code(fn: types.FunctionType) -> tuple[str, Any]:
     try:
         source = inspect.getsource(fn)
-    except (OSError, TypeError):
+    except (OSError, TypeError, tokenize.TokenError, SyntaxError):
+        # no source, or a file that is not its source (code compiled under the name of
+        # another file, e.g. exec'd documentation): the compiled code is the truth
         version = f"bytecode-{sys.version_info.major}.{sys.version_info.minor}"
         return version, _bytecode(fn.__code__)
     return "source", _without_comments(textwrap.dedent(source))

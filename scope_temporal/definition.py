@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
+from scope_temporal.approval import ApprovalPolicy, callable_name
 from scope_temporal.chat import Options
 from scope_temporal.code_digest import code_fingerprint
 from scope_temporal.errors import DefinitionError
@@ -222,10 +223,15 @@ class Definition(Frozen):
     the digest, and so is the completion validator's code (its source text, default
     values and closure: `code_digest.code_fingerprint`), not only its name.
 
+    `approval` (an `ApprovalPolicy`, e.g. `ApprovalPolicy.deny_writes()`) makes calls of
+    the tools it covers wait for an approval before their body runs; its approver hook
+    runs in workflow code like the completion validator, and is digested the same way.
+
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
             a tool or two delegates with one name, an invalid name, capabilities that are
-            not read/write/exec, or a delegate granted more than this Definition holds.
+            not read/write/exec, a delegate granted more than this Definition holds, or
+            an approval policy naming a tool this Definition does not bind.
     """
 
     def __init__(
@@ -249,6 +255,7 @@ class Definition(Frozen):
         tool_timeout: timedelta = timedelta(minutes=10),
         tool_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
         tool_call_workflows: ToolCallWorkflows = "always",
+        approval: ApprovalPolicy | None = None,
     ) -> None:
         if not name or "/" in name:
             raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")
@@ -294,6 +301,8 @@ class Definition(Frozen):
                     "which this Definition is not granted. A delegate may only narrow."
                 )
             delegate_names.add(delegate.name)
+        if approval is not None:
+            approval.check_bound(name, toolset.names)
         self.name = name
         self.description = description
         self.instructions = instructions
@@ -311,6 +320,7 @@ class Definition(Frozen):
         self.tool_timeout = tool_timeout
         self.tool_heartbeat_timeout = tool_heartbeat_timeout
         self.tool_call_workflows: ToolCallWorkflows = tool_call_workflows
+        self.approval = approval
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
@@ -330,7 +340,7 @@ class Definition(Frozen):
     def declaration(self) -> dict[str, Any]:
         """The canonical configuration the digest covers (changes iff the declaration does)."""
         validator = self.completion_validator
-        return {
+        declared: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "instructions": self.instructions,
@@ -348,11 +358,7 @@ class Definition(Frozen):
             "completion_validator": (
                 None
                 if validator is None
-                else {
-                    "name": f"{getattr(validator, '__module__', '?')}."
-                    f"{getattr(validator, '__qualname__', type(validator).__qualname__)}",
-                    "code": code_fingerprint(validator),
-                }
+                else {"name": callable_name(validator), "code": code_fingerprint(validator)}
             ),
             "tool_call_workflows": self.tool_call_workflows,
             "timeouts": [
@@ -365,6 +371,9 @@ class Definition(Frozen):
                 )
             ],
         }
+        if self.approval is not None:  # only when set: other digests stay what they were
+            declared["approval"] = self.approval.declaration()
+        return declared
 
     def __repr__(self) -> str:
         return f"Definition({self.name!r}, digest={self.digest[:12]})"

@@ -50,6 +50,7 @@ TOOL_EXECUTION_FAILED = "tool.execution_failed"
 TOOL_TIMEOUT = "tool.timeout"
 TOOL_WAIT_UNKNOWN = "tool.wait.unknown"
 TOOL_ANSWER_INVALID = "tool.answer.invalid"
+TOOL_APPROVAL_DENIED = "tool.approval.denied"
 # Background tasks
 TASK_LOST = "tool.background.lost"
 TASK_NOT_FOUND = "tool.background.not_found"
@@ -97,6 +98,8 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_TIMEOUT: "external",
     TOOL_WAIT_UNKNOWN: "contract",
     TOOL_ANSWER_INVALID: "contract",
+    # Denied by a person, the approver hook or the policy: the host's decision.
+    TOOL_APPROVAL_DENIED: "host",
     TASK_LOST: "external",
     TASK_NOT_FOUND: "contract",
     TASK_ENDED: "contract",

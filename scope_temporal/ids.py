@@ -92,6 +92,11 @@ def wait_id(process_id: str, entry: int) -> str:
     return f"{process_id}/wait/{entry}"
 
 
+def approval_wait_id(process_id: str) -> str:
+    """WaitID of a tool call's approval wait (opened before its first entry)."""
+    return f"{process_id}/wait/approval"
+
+
 def task_id(effect_id: str) -> str:
     """Workflow id of the background task a call launches, from the call's EffectID:
     `<process id>/call/<seq>/<index>` gives `<process id>/task/<seq>/<index>`."""

@@ -92,6 +92,9 @@ class Output(_Frozen):
     """The final text parsed and validated against the Definition's output schema, if any."""
     transcript: TurnTranscript | None = None
     """A session's turn: what it adds to the session's transcript (None otherwise)."""
+    approved_tools: tuple[str, ...] = ()
+    """Tools approved for the session when it completed (pre-approved, or approved with
+    `remember`): what a session passes to its next turn (see `ApprovalPolicy`)."""
 
     @property
     def text(self) -> str:

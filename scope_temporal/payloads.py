@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import BaseRef, ContextRef
+from scope_temporal.interaction.approvals import ApprovalGate
 from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
 from scope_temporal.interaction.session_values import SessionState
 from scope_temporal.interaction.state import InteractionState
@@ -56,6 +57,9 @@ class InteractionInput(_Payload):
     base: BaseRef | None = None
     """A session's turn: the session transcript its context starts with, by reference
     (`messages` follow it; the turn's history never holds the transcript)."""
+    approved_tools: tuple[str, ...] = ()
+    """Tools approved for the session already (e.g. a session's earlier turn's
+    `Output.approved_tools`): their calls need no approval unless the approver denies."""
     track_status: bool = False
     """Upsert the ScopeStatus search attribute (only when the server has it registered)."""
     continue_as_new_every: int | None = None
@@ -82,6 +86,8 @@ class ToolCallInput(_Payload):
     this outcome (an input wait, or an unknown outcome) without entering the tool again."""
     paused: bool = False
     """The Interaction was paused when it promoted the call."""
+    approval: ApprovalGate | None = None
+    """The call waits for approval before its first attempt (never with `first_outcome`)."""
     payload_limit: int | None = None
     """The Interaction's recorded payload limit (None in histories from before it was
     passed down: the serving worker's limit then applies)."""

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from scope_temporal.cli._render import example_answer, schema_hint, shorten
+from scope_temporal.interaction.approvals import ANSWER_SCHEMA, MAX_REASON_CHARS
 from scope_temporal.interaction.snapshot import PendingToolInput
 from scope_temporal.tools.validation import validate_value
 
@@ -24,6 +25,27 @@ Answerer = Callable[[PendingToolInput, str], Awaitable[Any | None]]
 
 _YES = {"y", "yes"}
 _NO = {"n", "no"}
+_ALWAYS = {"a", "always"}
+
+
+def is_approval_wait(schema: dict[str, Any]) -> bool:
+    """The schema of an approval wait (`ApprovalPolicy`): `{"decision": ...}`."""
+    return schema == ANSWER_SCHEMA
+
+
+def approval_answer(text: str) -> dict[str, Any] | None:
+    """An approval wait's answer typed as a letter and an optional reason: `y [reason]`
+    approves once, `a [reason]` approves this tool for the session, `n [reason]` denies;
+    None for anything else."""
+    word, _, reason = text.strip().partition(" ")
+    word, reason = word.lower(), reason.strip()
+    if word in _YES:
+        return {"decision": "approve", "reason": reason}
+    if word in _ALWAYS:
+        return {"decision": "approve", "reason": reason, "remember": True}
+    if word in _NO:
+        return {"decision": "deny", "reason": reason}
+    return None
 
 
 def is_approval(schema: dict[str, Any]) -> bool:
@@ -42,12 +64,17 @@ def is_approval(schema: dict[str, Any]) -> bool:
 def parse_answer(text: str, schema: dict[str, Any]) -> tuple[Any, str | None]:
     """The answer typed at the terminal, or the reason it is refused.
 
-    JSON matching the schema; for approval schemas also `y`/`yes` and `n`/`no`.
+    JSON matching the schema; for approval schemas also `y`/`yes` and `n`/`no`; for an
+    approval wait also `y`, `a` or `n`, each with an optional reason (`approval_answer`).
 
     Returns:
         `(value, None)`, or `(None, problem)` with the schema validator's message.
     """
     text = text.strip()
+    quick = approval_answer(text) if is_approval_wait(schema) else None
+    if quick is not None:
+        problem = validate_value(schema, quick)
+        return (None, f"does not match the schema: {problem}") if problem else (quick, None)
     if is_approval(schema) and text.lower() in _YES | _NO:
         approved = text.lower() in _YES
         value: Any = {"approved": approved}
@@ -74,6 +101,8 @@ class Terminal:
 
     async def __call__(self, wait: PendingToolInput, tool_name: str) -> Any | None:
         schema = wait.response_schema
+        if wait.kind == "approval" and is_approval_wait(schema):
+            return await self.approve(wait, tool_name)
         click.echo(f"? {tool_name} asks: {wait.prompt_text}")
         if self.auto_approve and is_approval(schema):
             answer: dict[str, Any] = {"approved": True}
@@ -86,8 +115,29 @@ class Terminal:
         if is_approval(schema):
             hint += "   (or just y / n)"
         click.echo(hint)
+        return await self._ask("answer> ", schema, "try again")
+
+    async def approve(self, wait: PendingToolInput, tool_name: str) -> dict[str, Any] | None:
+        """Ask y/n (with an optional reason) for a call waiting for approval."""
+        click.echo(f"? {tool_name} needs approval: {wait.prompt_text}")
+        if self.auto_approve:
+            click.echo("  approved (--yes)")
+            return {"decision": "approve", "reason": "approved with --yes"}
+        click.echo(
+            "  y: approve once · a: approve this tool for the session · n: deny "
+            "(a reason may follow the letter)"
+        )
+        value = await self._ask("approve? [y/a/n]> ", wait.response_schema, "answer y, a or n")
+        if isinstance(value, dict) and value["decision"] == "deny" and not value.get("reason"):
+            click.echo("reason (optional, Enter to skip)> ", nl=False)
+            sys.stdout.flush()
+            value["reason"] = (await self.readline() or "").strip()[:MAX_REASON_CHARS]
+        return value
+
+    async def _ask(self, prompt: str, schema: dict[str, Any], retry: str) -> Any | None:
+        """Ask until a line parses into an answer matching `schema` (None: no input)."""
         while True:
-            click.echo("answer> ", nl=False)
+            click.echo(prompt, nl=False)
             sys.stdout.flush()
             line = await self.readline()
             if line is None:
@@ -96,7 +146,7 @@ class Terminal:
             value, problem = parse_answer(line, schema)
             if problem is None:
                 return value
-            click.echo(f"  ✗ {shorten(problem, 200)} — try again")
+            click.echo(f"  ✗ {shorten(problem, 200)} — {retry}")
 
     async def readline(self) -> str | None:
         """The next line of stdin, without blocking the event loop; None at end of input."""
@@ -132,4 +182,11 @@ async def _read_chunk() -> bytes:
     return os.read(fd, 4096)
 
 
-__all__ = ["Answerer", "Terminal", "is_approval", "parse_answer"]
+__all__ = [
+    "Answerer",
+    "Terminal",
+    "approval_answer",
+    "is_approval",
+    "is_approval_wait",
+    "parse_answer",
+]

@@ -38,7 +38,12 @@ from scope_temporal.cli._render import (
 )
 from scope_temporal.client import InteractionHandle
 from scope_temporal.errors import InteractionCanceled, InteractionFailed, NoSuchWait, ScopeError
-from scope_temporal.interaction.snapshot import ProcessSnapshot, TaskSnapshot, TreeSnapshot
+from scope_temporal.interaction.snapshot import (
+    PendingToolInput,
+    ProcessSnapshot,
+    TaskSnapshot,
+    TreeSnapshot,
+)
 from scope_temporal.outputs import Output
 
 _CLOSED = {
@@ -301,7 +306,7 @@ class Follower:
                 self._say(
                     wait.process_id,
                     [
-                        f"? {name} asks: {wait.prompt_text}",
+                        f"? {name} {_asks(wait)}: {wait.prompt_text}",
                         f"{INDENT}answer it with: "
                         f"{answer_command(self.handle.id, wait, self.command_args)}",
                     ],
@@ -325,6 +330,10 @@ class Follower:
                 self._seen.waits.discard(wait.wait_id)  # ask again
             else:
                 self._echo(f"{INDENT}→ answer sent")
+
+
+def _asks(wait: PendingToolInput) -> str:
+    return "needs approval" if wait.kind == "approval" else "asks"
 
 
 def print_outcome(outcome: Outcome) -> None:

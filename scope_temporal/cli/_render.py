@@ -95,7 +95,11 @@ def result_line(entry: ResultEntry, *, delegate: bool = False) -> str:
     what = call_label(entry.call, 24)
     if delegate:
         what += " (delegate)"
-    return f"{mark} {what} {entry.disposition} · {shorten(detail, 60)}"
+    decided = ""
+    if entry.approval is not None:
+        verb = "approved" if entry.approval.decision == "approve" else "denied"
+        decided = f" · {verb} by {entry.approval.by}"
+    return f"{mark} {what} {entry.disposition}{decided} · {shorten(detail, 60)}"
 
 
 def schema_hint(schema: dict[str, Any]) -> str:
@@ -135,17 +139,10 @@ def _example(schema: Any) -> Any:
 
 
 def answer_command(root_id: str, wait: PendingToolInput, extra: Sequence[str] = ()) -> str:
-    """The command that answers a wait, with an example answer of the schema's shape."""
-    return shlex.join(
-        [
-            "scope-temporal",
-            "answer",
-            root_id,
-            wait.wait_id,
-            example_answer(wait.response_schema),
-            *extra,
-        ]
-    )
+    """The command that answers a wait, with an example answer of the schema's shape
+    (`y` for an approval wait: `n REASON` denies it)."""
+    example = "y" if wait.kind == "approval" else example_answer(wait.response_schema)
+    return shlex.join(["scope-temporal", "answer", root_id, wait.wait_id, example, *extra])
 
 
 def resolve_command(root_id: str, unknown: UnknownEffect, extra: Sequence[str] = ()) -> str:
@@ -285,8 +282,9 @@ class _TreeText:
         return lines
 
     def wait(self, wait: PendingToolInput, pad: str) -> list[str]:
+        kind = "approval wait" if wait.kind == "approval" else "input wait"
         return [
-            f"{pad}? input wait {wait.wait_id}: {shorten(wait.prompt_text, 80)}",
+            f"{pad}? {kind} {wait.wait_id}: {shorten(wait.prompt_text, 80)}",
             f"{pad}{INDENT}schema: {schema_hint(wait.response_schema)}",
             f"{pad}{INDENT}answer: {answer_command(self.root_id, wait, self.extra)}",
         ]

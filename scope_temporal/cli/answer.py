@@ -30,11 +30,14 @@ def answer(
 
     The wait is looked up in the Interaction's snapshot (`scope-temporal inspect` lists
     open waits with their schema); the answer is checked against the schema before it is
-    sent, and the tool is entered again with it. For approvals, `y` / `n` work too.
+    sent, and the tool is entered again with it. For approvals, `y` / `n` work too; a
+    call waiting for approval (an approval policy's wait) takes `y` (approve once), `a`
+    (approve the tool for the session) or `n` (deny), each with an optional reason.
 
     \b
     Example:
       scope-temporal answer ops-1a2b3c ops-1a2b3c/tool/4/0/wait/1 '{"approved": true, "note": "ok"}'
+      scope-temporal answer ops-1a2b3c ops-1a2b3c/tool/2/0/wait/approval 'n not in prod'
     """
     return run_async(_answer(interaction_id, wait_id, answer_json, answer_id, connection))
 

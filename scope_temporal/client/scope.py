@@ -94,6 +94,7 @@ class ScopeClient:
         id: str | None = None,
         continue_as_new_every: int | None = None,
         context: Mapping[str, Any] | None = None,
+        approved_tools: Sequence[str] = (),
     ) -> InteractionHandle:
         """Start an Interaction of a Definition registered on the worker.
 
@@ -109,6 +110,9 @@ class ScopeClient:
                 16 KiB) its tools read (`current_tool_call().context`), its delegates and
                 background tasks inherit, and the model never sees. It is stored in
                 workflow history: never put secrets in it.
+            approved_tools: tools approved for this run already (e.g. what an earlier
+                run's `Output.approved_tools` remembered): their calls need no approval
+                (the Definition's approver may still deny them). Stored in history.
 
         Raises:
             InvalidRunContext: `context` is not a JSON object, or is over 16 KiB (code
@@ -138,6 +142,7 @@ class ScopeClient:
             track_status=track,
             continue_as_new_every=continue_as_new_every,
             context=checked,
+            approved_tools=tuple(approved_tools),
         )
         self.check_sendable(input, "The start input", ScopeError)
         try:

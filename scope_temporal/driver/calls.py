@@ -5,7 +5,8 @@
   attempt of the Interaction itself [`scope.tool`]: a definite outcome settles the call
   right there, and only a call that needs a life of its own (an input wait, an unknown
   outcome) is promoted to a child, which takes over from that first attempt's outcome
-  without entering the tool again.
+  without entering the tool again. A call that waits for approval before it runs is a
+  child from the start in both mappings: the wait is its own.
 - A call of a background tool whose attempt reports `Backgrounded` starts the task
   [`scope.BackgroundTask`, parent-close policy abandon: it outlives the call] and settles
   with a `launch_result`, from whichever side ran that attempt.
@@ -36,7 +37,7 @@ from scope_temporal.interaction.effects import (
     CallSettled,
     DelegateSettled,
     StartDelegate,
-    ToolEffectRequest,
+    StartToolCall,
 )
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.tool_call import ToolAttempt, ToolCallMachine
@@ -121,9 +122,9 @@ async def attempt_tool(
 
 
 def tool_call_input(
-    machine: InteractionMachine, request: ToolEffectRequest, limit: int
+    machine: InteractionMachine, effect: StartToolCall, limit: int
 ) -> ToolCallInput:
-    definition = machine.definition
+    definition, request = machine.definition, effect.request
     spec = definition.tools.get(request.call.name)
     timeout = (spec.timeout if spec is not None else None) or definition.tool_timeout
     return ToolCallInput(
@@ -131,12 +132,13 @@ def tool_call_input(
         start_to_close=timeout + _TOOL_MARGIN,
         heartbeat=definition.tool_heartbeat_timeout,
         payload_limit=limit,
+        approval=effect.approval,
     )
 
 
 async def run_tool_call(
     machine: InteractionMachine,
-    request: ToolEffectRequest,
+    effect: StartToolCall,
     transport: InteractionTransport,
     children: set[str],
     limit: int,
@@ -146,7 +148,8 @@ async def run_tool_call(
     `children` holds the ids of this Interaction's running child processes (signals are
     forwarded to them); a promoted or started Tool call child is in it while it runs.
     """
-    payload = tool_call_input(machine, request, limit)
+    request = effect.request
+    payload = tool_call_input(machine, effect, limit)
     refused = oversized(
         payload,
         f"The input of tool call {request.call.name!r} ({request.ref})",
@@ -156,7 +159,7 @@ async def run_tool_call(
     if refused is not None:
         machine.fail(errors.PAYLOAD_TOO_LARGE, refused)
         return
-    if machine.definition.tool_call_workflows == "on_demand":
+    if machine.definition.tool_call_workflows == "on_demand" and effect.approval is None:
         first = ToolCallMachine.start(request).next_attempt()
         assert first is not None  # a new call is always ready for its first entry
         outcome = await attempt_tool(

@@ -159,9 +159,7 @@ class InteractionDriver:
             case CallModel():
                 self._spawn(self._models.call(machine, effect, transport, self.limit))
             case StartToolCall():
-                self._spawn(
-                    run_tool_call(machine, effect.request, transport, self._children, self.limit)
-                )
+                self._spawn(run_tool_call(machine, effect, transport, self._children, self.limit))
             case StartDelegate():
                 settings = self._settings
                 self._spawn(

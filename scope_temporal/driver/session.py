@@ -89,7 +89,7 @@ class SessionDriver:
         machine, transport = self.machine, self._transport
         while True:
             if machine.phase == "idle" and not self._running and self._due():
-                await transport.continue_session_as_new(self._carried())
+                await self._continue_as_new()
             for effect in machine.next_effects():
                 self._carry_out(effect)
             if self._crash is not None:
@@ -99,6 +99,14 @@ class SessionDriver:
             self._show()
             await transport.wait_until(lambda: self._dirty)
             self._dirty = False
+
+    async def _continue_as_new(self) -> None:
+        """Continue as new once no send is being handled, unless one opened a turn
+        meanwhile; the carried state is taken after the wait, so it holds every message."""
+        machine, transport = self.machine, self._transport
+        await transport.wait_until(lambda: machine.phase != "idle" or transport.handlers_finished())
+        if machine.phase == "idle":
+            await transport.continue_session_as_new(self._carried())
 
     def _due(self) -> bool:
         every = self._input.continue_as_new_every

@@ -41,6 +41,7 @@ def open_machine(
             capabilities=input.capabilities,
             run_context=input.context,
             base=input.base,
+            approved_tools=input.approved_tools,
         )
     except ScopeError as error:
         return Failure.of(error.code, error.message)

@@ -3,7 +3,9 @@
 It runs the attempts the machine asks for, one at a time (never retried), feeds each
 outcome back, and maps the host's inputs onto the machine: an answer to its input wait,
 a settlement of its unknown outcome, pause and resume. A steer is never for a tool call.
-Its result is exactly one definite settlement, or the failure that ended it.
+Its result is exactly one definite settlement, or the failure that ended it. While the
+call waits for approval, its live status (the Temporal UI's current details) holds the
+exact `scope.tool_input` signal input that approves or denies it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from scope_temporal.driver.calls import attempt_tool
 from scope_temporal.driver.inputs import check_size, settlement_for
 from scope_temporal.driver.transport import ToolCallTransport
 from scope_temporal.errors import ScopeError
+from scope_temporal.interaction import approvals
 from scope_temporal.interaction.effects import CallSettled, ToolSettlement
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
 from scope_temporal.interaction.tool_call import ToolCallMachine
@@ -35,7 +38,7 @@ class ToolCallDriver:
     """
 
     def __init__(self, input: ToolCallInput, transport: ToolCallTransport, *, limit: int) -> None:
-        self.machine = machine = ToolCallMachine.start(input.request)
+        self.machine = machine = ToolCallMachine.start(input.request, input.approval)
         if input.first_outcome is not None:
             # promoted by an Interaction that already ran the first attempt itself
             machine.next_attempt()
@@ -85,14 +88,24 @@ class ToolCallDriver:
         self._show()
         if machine.outcome is None:
             return machine.failure or Failure.of(errors.STATE_INVALID, "no settlement")
-        return CallSettled(effect_id=input.request.effect_id, outcome=machine.outcome)
+        return CallSettled(
+            effect_id=input.request.effect_id, outcome=machine.outcome, approval=machine.approval
+        )
 
     def _show(self) -> None:
         snap = self.machine.snapshot()
         detail = f"**{snap.status}** · entries {snap.tool_entries}"
-        if snap.pending_tool_inputs:
-            wait = snap.pending_tool_inputs[0]
-            detail += f" · waiting for input `{wait.wait_id}`: {wait.prompt_text}"
+        for wait in snap.pending_tool_inputs:
+            if wait.kind == "approval":
+                detail += (
+                    f" · waiting for approval `{wait.wait_id}`: {wait.prompt_text}\n\n"
+                    f"Approve: send signal `scope.tool_input` with input\n\n"
+                    f"    {approvals.signal_json(wait.wait_id, 'approve')}\n\n"
+                    f"Deny: send signal `scope.tool_input` with input\n\n"
+                    f"    {approvals.signal_json(wait.wait_id, 'deny')}"
+                )
+            else:
+                detail += f" · waiting for input `{wait.wait_id}`: {wait.prompt_text}"
         if snap.unknown_effects:
             detail += f" · outcome unknown: {snap.unknown_effects[0].diagnostic}"
         self._transport.show(detail)

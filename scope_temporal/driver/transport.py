@@ -199,8 +199,13 @@ class SessionTransport(Host, Protocol):
 
     def continue_as_new_suggested(self) -> bool: ...
 
+    def handlers_finished(self) -> bool:
+        """No host input (an update) is being handled: the run may end now."""
+        ...
+
     async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
-        """End this run and continue in a new one from `input` (once handlers finished)."""
+        """End this run now and continue in a new one from `input`; the caller made sure
+        handlers finished (it computes `input` after, so nothing taken is left behind)."""
         ...
 
 

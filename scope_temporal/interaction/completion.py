@@ -85,6 +85,7 @@ def judge(
             model_calls=s.model_calls,
             artifacts=tuple(s.artifacts),
             data=data,
+            approved_tools=tuple(s.approved_tools),
         )
     )
 

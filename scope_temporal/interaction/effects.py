@@ -11,8 +11,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, Response, ToolCall
 from scope_temporal.context_refs import BaseRef
+from scope_temporal.interaction.approvals import ApprovalGate
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.tools.outcome import Failed, Rejected, Succeeded
@@ -93,6 +95,8 @@ class StartToolCall(_Frozen):
 
     kind: Literal["start_tool_call"] = "start_tool_call"
     request: ToolEffectRequest
+    approval: ApprovalGate | None = None
+    """Set when the call waits for approval before its first attempt."""
 
 
 class StartDelegate(_Frozen):
@@ -156,6 +160,8 @@ class CallSettled(_Frozen):
     kind: Literal["call_settled"] = "call_settled"
     effect_id: str
     outcome: Annotated[Succeeded | Failed | Rejected, Field(discriminator="kind")]
+    approval: ApprovalRecord | None = None
+    """How the call's approval wait was answered, if it had one."""
 
 
 class DelegateSettled(_Frozen):

@@ -19,7 +19,9 @@ The rules it keeps (DESIGN.md section 2):
  4. Tool calls run only with finish `tool_calls`; with `length` each call gets a
     "not executed" result and the model is called again; any other finish fails.
  5. Unknown tools, unauthorised tools and invalid arguments settle at admission with a
-    model-visible rejected result; no child starts (`rounds.py`).
+    model-visible rejected result; no child starts (`rounds.py`). So does a call the
+    approval policy denies; one that needs a person's approval waits for it before its
+    body runs, and an approval to remember covers the tool's later calls (`approvals.py`).
  6. Calls start as `scheduling.py` allows. The round commits, results in call order,
     only when every call is definite; advertisements commit only with a successful call.
  7. A candidate (a final reply, or a fully successful direct-result batch) completes only
@@ -126,26 +128,23 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         capabilities: tuple[str, ...] | None = None,
         run_context: Mapping[str, Any] | None = None,
         base: BaseRef | None = None,
+        approved_tools: tuple[str, ...] = (),
     ) -> InteractionMachine:
         """A fresh Interaction: instructions (if any) then `messages` as working context.
 
-        `max_model_calls` and `capabilities` (a parent's delegate budget and grant) can only
-        tighten the Definition's own. `run_context` is what its tools read. `base` makes
-        it a session's turn: its context is that transcript (by reference) followed by
-        `messages`; the instructions open only the first turn's (an empty base).
-
+        `max_model_calls` and `capabilities` (a parent's delegate budget and grant) only
+        tighten the Definition's own. `run_context` is what its tools read. `base` makes it
+        a session's turn: its context is that transcript (by reference), then `messages`
+        (instructions open only the first turn's). `approved_tools` need no approval unless
+        the approver denies them (a session's earlier turns remembered them); names the
+        Definition does not bind are ignored.
         Raises:
             InvalidSignal: no messages.
             InvalidRunContext: `run_context` is not a JSON object within its size limit.
         """
         if not messages:
             raise InvalidSignal("An Interaction needs at least one message to start.")
-        limit = definition.max_model_calls
-        if max_model_calls is not None:
-            limit = max_model_calls if limit is None else min(limit, max_model_calls)
-        granted = definition.capabilities
-        if capabilities is not None:
-            granted = granted & frozenset(capabilities)
+        limit, granted = rules.tightened(definition, max_model_calls, capabilities)
         instructions = definition.instructions if base is None or base.count == 0 else None
         context = [Message.system(instructions)] if instructions else []
         state = InteractionState(
@@ -154,10 +153,11 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
             digest=definition.digest,
             context=[*context, *messages],
             max_model_calls=limit,
-            granted=tuple(sorted(granted)),
+            granted=granted,
             run_context=check_run_context(run_context) if run_context is not None else {},
             base=base,
             turn_of=base.workflow_id if base is not None else None,
+            approved_tools=sorted(set(approved_tools) & set(definition.tools.names)),
         )
         return cls(definition, state)
 

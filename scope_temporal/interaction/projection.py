@@ -113,6 +113,7 @@ def interaction_snapshot(s: InteractionState) -> ProcessSnapshot:
         pending_signals=tuple(e.signal_id for e in s.mailbox),
         rejected_signals=tuple(s.rejected_signals),
         advertised_tools=tuple(s.advertised),
+        approved_tools=tuple(s.approved_tools),
         output=s.output,
         failure=s.failure,
         background_tasks=_background_tasks(s),
@@ -157,6 +158,11 @@ class InteractionView:
     def advertised(self) -> tuple[str, ...]:
         """Deferred tools advertised so far, in advertisement order."""
         return tuple(self._state.advertised)
+
+    @property
+    def approved_tools(self) -> tuple[str, ...]:
+        """Tools approved for the session (pre-approved, or remembered since)."""
+        return tuple(self._state.approved_tools)
 
     @property
     def done(self) -> bool:

@@ -1,11 +1,13 @@
 """One round: a model response's batch of tool and delegate calls, from admission to commit.
 
 Admission settles unknown tools, unauthorised tools and invalid arguments at once (no
-child, no body run). Calls start as the scheduler allows (`scheduling.py`: parallel tools
-within the window, barriers alone, delegates unless a barrier holds them back). Each
-running call settles exactly once; the round commits, results in call order, when every
-call is definite. Functions over the round, run inside the machine's fail-closed
-transitions; the phase is the machine's alone: they return what happened.
+child, no body run), and judges each call its Definition's approval policy covers
+(`approvals.py`): denied at once, approved, or started behind an approval wait. Calls
+start as the scheduler allows (`scheduling.py`: parallel tools within the window,
+barriers alone, delegates unless a barrier holds them back). Each running call settles
+exactly once; the round commits, results in call order, when every call is definite.
+Functions over the round, run inside the machine's fail-closed transitions; the phase
+is the machine's alone: they return what happened.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 from typing import assert_never
 
 from scope_temporal import errors
+from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.definition import DEFAULT_DELEGATE_INPUT_SCHEMA, Definition
 from scope_temporal.errors import ProtocolError, ScopeError
@@ -23,7 +26,7 @@ from scope_temporal.ids import (
     tool_call_process_id,
     tool_call_ref,
 )
-from scope_temporal.interaction import rules
+from scope_temporal.interaction import approvals, rules
 from scope_temporal.interaction.effects import (
     CallOutcome,
     CallSettled,
@@ -88,6 +91,17 @@ def _admit_call(
         return rules.rejected_slot(
             index, call, effect_id, rejections.invalid_arguments(call, error)
         )
+    approval = approvals.judge(
+        definition.name,
+        definition.approval,
+        spec,
+        call,
+        tool_call_ref(s.process_id, seq, index),
+        s.approved_tools,
+    )
+    if isinstance(approval, ApprovalRecord) and approval.decision == "deny":
+        result = approvals.denied(call, approval)
+        return rules.rejected_slot(index, call, effect_id, result, approval=approval)
     return CallSlot(
         index=index,
         call=call,
@@ -97,6 +111,8 @@ def _admit_call(
         concurrency_key=spec.concurrency_key,
         direct_result=spec.direct_result,
         process_id=tool_call_process_id(s.process_id, seq, index),
+        ask_approval=approval == "ask",
+        approval=approval if isinstance(approval, ApprovalRecord) else None,
     )
 
 
@@ -116,7 +132,17 @@ def start_calls(definition: Definition, s: InteractionState, round_: OpenRound) 
 def _tool_effect(
     definition: Definition, s: InteractionState, seq: int, slot: CallSlot
 ) -> StartToolCall:
+    gate = None
+    if slot.ask_approval:
+        if slot.call.name in s.approved_tools:  # a sibling's answer remembered it meanwhile
+            slot.ask_approval = False
+            slot.approval = ApprovalRecord(decision="approve", by="remembered")
+        else:
+            spec = definition.tools.get(slot.call.name)
+            assert spec is not None  # admission only lets bound tools through
+            gate = approvals.gate(definition.approval, spec)
     return StartToolCall(
+        approval=gate,
         request=ToolEffectRequest(
             definition=s.definition,
             digest=s.digest,
@@ -130,7 +156,7 @@ def _tool_effect(
             granted=s.granted,
             deferred_tools=tuple(t.name for t in definition.tools.deferred),
             context=s.run_context,
-        )
+        ),
     )
 
 
@@ -177,7 +203,7 @@ def settle(definition: Definition, s: InteractionState, outcome: CallOutcome) ->
         case CallSettled():
             if slot.target != "tool":
                 raise ProtocolError(f"Effect {outcome.effect_id!r} is a delegate, not a tool call.")
-            _settle_tool_slot(definition, slot, outcome)
+            _settle_tool_slot(definition, s, slot, outcome)
         case DelegateSettled():
             if slot.target != "delegate":
                 raise ProtocolError(f"Effect {outcome.effect_id!r} is a tool call, not a delegate.")
@@ -187,8 +213,14 @@ def settle(definition: Definition, s: InteractionState, outcome: CallOutcome) ->
     slot.status = "settled"
 
 
-def _settle_tool_slot(definition: Definition, slot: CallSlot, settled: CallSettled) -> None:
+def _settle_tool_slot(
+    definition: Definition, s: InteractionState, slot: CallSlot, settled: CallSettled
+) -> None:
     outcome = settled.outcome
+    if slot.ask_approval and settled.approval is not None:  # only a gated call reports one
+        slot.approval = settled.approval
+        if settled.approval.remember and slot.call.name not in s.approved_tools:
+            s.approved_tools.append(slot.call.name)
     if outcome.result.call_id != slot.call.id:
         raise ProtocolError(
             f"Result for call id {outcome.result.call_id!r} settles call {slot.call.id!r}."

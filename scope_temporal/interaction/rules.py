@@ -6,21 +6,26 @@ Each function reads the Definition and (part of) the state and changes nothing;
 
 from __future__ import annotations
 
-import inspect
 import json
 from typing import Any
 
-from scope_temporal import errors
+from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.context_refs import prefix_digest
 from scope_temporal.definition import Definition
 from scope_temporal.errors import SettlementMismatch
 from scope_temporal.ids import tool_call_ref
-from scope_temporal.interaction.effects import ModelEffectRequest, ModelSettlement
+from scope_temporal.interaction.effects import (
+    ModelEffectRequest,
+    ModelSettlement,
+    ToolEffectRequest,
+)
+from scope_temporal.interaction.hooks import call_hook
 from scope_temporal.interaction.snapshot import ResultEntry
 from scope_temporal.interaction.state import CallSlot, InteractionState
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
+from scope_temporal.tools.outcome import DefiniteOutcome, Succeeded
 from scope_temporal.tools.spec import ToolSpec
 from scope_temporal.tools.validation import validate_value
 
@@ -63,6 +68,44 @@ def replacement(
     if prefix_digest(messages_sent[: base.count]) != base.digest:
         return messages_sent
     return None
+
+
+def outcome_problem(request: ToolEffectRequest, outcome: DefiniteOutcome) -> str | None:
+    """Why `outcome` cannot settle the call `request` describes, or None.
+
+    The checks `settle_tool_result` makes, repeated where a raw signal cannot skip them:
+    a result for another call would otherwise reach the parent's round and fail it.
+    """
+    call, result = request.call, outcome.result
+    if result.call_id != call.id or result.name != call.name:
+        return (
+            f"The result answers call {result.call_id!r} ({result.name}), but the unknown "
+            f"effect is call {call.id!r} ({call.name})."
+        )
+    if isinstance(outcome, Succeeded) == result.is_error:
+        return (
+            f"Disposition {outcome.kind!r} disagrees with is_error={result.is_error}: "
+            "succeeded results have is_error=False, failed/rejected ones is_error=True."
+        )
+    if isinstance(outcome, Succeeded):
+        unknown = sorted(set(outcome.advertised) - set(request.deferred_tools))
+        if unknown:
+            return f"{unknown} are not deferred tools of {request.definition!r}."
+    return None
+
+
+def tightened(
+    definition: Definition, max_model_calls: int | None, capabilities: tuple[str, ...] | None
+) -> tuple[int | None, tuple[str, ...]]:
+    """The model-call budget and the grant of an Interaction: a parent's delegate setting
+    (`max_model_calls`, `capabilities`) only tightens the Definition's own."""
+    limit = definition.max_model_calls
+    if max_model_calls is not None:
+        limit = max_model_calls if limit is None else min(limit, max_model_calls)
+    granted = definition.capabilities
+    if capabilities is not None:
+        granted = granted & frozenset(capabilities)
+    return limit, tuple(sorted(granted))
 
 
 def response_problem(message: Message) -> str | None:
@@ -117,9 +160,17 @@ def manifest(definition: Definition, advertised: list[str]) -> tuple[ToolDefinit
     return tuple(entries)
 
 
-def rejected_slot(index: int, call: ToolCall, effect_id: str, result: ToolResult) -> CallSlot:
+def rejected_slot(
+    index: int,
+    call: ToolCall,
+    effect_id: str,
+    result: ToolResult,
+    *,
+    approval: ApprovalRecord | None = None,
+) -> CallSlot:
     """A call settled at admission: model-visible rejected result, no child, no body run."""
     return CallSlot(
+        approval=approval,
         index=index,
         call=call,
         effect_id=effect_id,
@@ -142,6 +193,7 @@ def result_entry(process_id: str, seq: int, slot: CallSlot) -> ResultEntry:
         metadata=slot.metadata,
         call_ref=tool_call_ref(process_id, seq, slot.index),
         task_id=slot.task_id,
+        approval=slot.approval,
     )
 
 
@@ -173,24 +225,13 @@ def judge(definition: Definition, candidate: CompletionCandidate) -> tuple[str |
     if validator is None:
         return None, data
     named = f"The completion validator {_name_of(validator)} of {definition.name!r}"
-    try:
-        decision: object = validator(candidate)
-    except Exception as exc:
-        raise errors.ScopeError(f"{named} raised {exc!r}.", code=errors.HOST_FAILED) from exc
-    if inspect.isawaitable(decision):
-        if inspect.iscoroutine(decision):
-            decision.close()  # never run: nothing may be awaited in workflow code
-        raise errors.ScopeError(
-            f"{named} is async; it runs in workflow code, so it must be a plain (and pure) "
-            "function returning a CompletionDecision.",
-            code=errors.HOST_FAILED,
-        )
-    if not isinstance(decision, CompletionDecision):
-        raise errors.ScopeError(
-            f"{named} returned {decision!r}, not a CompletionDecision; return "
-            "CompletionDecision.accept() or CompletionDecision.reject(feedback).",
-            code=errors.HOST_FAILED,
-        )
+    decision = call_hook(
+        validator,
+        candidate,
+        named,
+        CompletionDecision,
+        "CompletionDecision.accept() or CompletionDecision.reject(feedback)",
+    )
     return (None, data) if decision.accepted else (decision.feedback or "Rejected.", None)
 
 

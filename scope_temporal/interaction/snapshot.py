@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.interaction.effects import ModelEffectRequest, ToolEffectRequest
 from scope_temporal.outputs import Artifact, Failure, Output
@@ -38,6 +39,8 @@ class ResultEntry(_Frozen):
     """ToolCallRef of the call."""
     task_id: str | None = None
     """The background task the call launched (its result is a `launch_result`)."""
+    approval: ApprovalRecord | None = None
+    """How the call's approval was decided, when its Definition's policy covered it."""
 
 
 class RoundResults(_Frozen):
@@ -57,12 +60,19 @@ class PendingToolInput(_Frozen):
     """What the tool asks: a string, or any JSON value the tool passed."""
     response_schema: dict[str, Any]
     ref: str
+    kind: Literal["input", "approval"] = "input"
+    """`approval`: the call waits for approval before it runs; the prompt holds the
+    question, the tool, its permission and arguments; answer with `{"decision":
+    "approve" | "deny", "reason": str, "remember": bool}`."""
 
     @property
     def prompt_text(self) -> str:
-        """The prompt for a person: a string as is, any other value as compact JSON."""
+        """The prompt for a person: a string as is, an approval's question, any other
+        value as compact JSON."""
         if isinstance(self.prompt, str):
             return self.prompt
+        if self.kind == "approval" and isinstance(self.prompt, dict):
+            return str(self.prompt.get("question", ""))
         return json.dumps(self.prompt, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -148,6 +158,8 @@ class ProcessSnapshot(_Frozen):
     pending_signals: tuple[str, ...] = ()
     rejected_signals: tuple[RejectedSignal, ...] = ()
     advertised_tools: tuple[str, ...] = ()
+    approved_tools: tuple[str, ...] = ()
+    """For an Interaction: the tools approved for the session (see `ApprovalPolicy`)."""
     output: Output | None = None
     failure: Failure | None = None
     tool_entries: int = 0

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.context_refs import BaseRef
 from scope_temporal.interaction.effects import ModelEffectRequest
@@ -63,6 +64,10 @@ class CallSlot(_State):
     """The background task the call launched."""
     process_id: str | None = None
     """Child process id, for calls that start a child."""
+    ask_approval: bool = False
+    """Admitted needing approval that nothing gave yet (see `approvals.py`)."""
+    approval: ApprovalRecord | None = None
+    """How the call's approval was decided, if it needed one."""
 
 
 class OpenRound(_State):
@@ -89,6 +94,9 @@ class InteractionState(_State):
     next_model_call_seq: int = 1
     max_model_calls: int | None
     granted: tuple[str, ...]
+    approved_tools: list[str] = []
+    """Tools approved for the session: passed in pre-approved, or approved with
+    `remember` in this Interaction (their later calls need no approval)."""
     advertised: list[str] = []
     model: PendingModel | None = None
     round: OpenRound | None = None

@@ -7,6 +7,10 @@ the attempt's outcome back with `on_outcome`. Outcomes:
  - succeeded / failed / rejected: definite; the Process is settled and returns it.
  - input required: the Process waits under a WaitID for `answer`; the answer is validated
    against the response schema, then the body is re-entered with (state, response).
+
+A call its Interaction started behind an `ApprovalGate` opens an approval wait before its
+first attempt (`approvals.py`): approved, it becomes ready (the body runs once); denied,
+it settles as rejected with the reason, its body never entered.
  - unknown: the Process holds the Effect until the host settles it (`resolve`); nothing
    is re-run by the machine.
 
@@ -22,10 +26,13 @@ from typing import Any, Literal, assert_never
 from pydantic import BaseModel, ConfigDict
 
 from scope_temporal import errors
+from scope_temporal.approval import ApprovalRecord
 from scope_temporal.errors import ProtocolError, ScopeError, SettlementMismatch
-from scope_temporal.ids import wait_id
+from scope_temporal.ids import approval_wait_id, wait_id
+from scope_temporal.interaction import approvals
 from scope_temporal.interaction.answers import answer_digest, check_answer
 from scope_temporal.interaction.effects import ToolEffectRequest, ToolSettlement
+from scope_temporal.interaction.rules import outcome_problem
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
@@ -58,6 +65,7 @@ class OpenWait(_State):
     """A string or any JSON value (see `require_tool_input`)."""
     response_schema: dict[str, Any]
     state: Any = None
+    kind: Literal["input", "approval"] = "input"
 
 
 class ToolAttempt(_State):
@@ -83,7 +91,7 @@ _ENDED: tuple[ToolCallPhase, ...] = ("settled", "canceled", "failed")
 TABLE: Table[Event, ToolCallPhase] = {
     "next_attempt": {"ready": frozenset({"running"})},
     "outcome": {"running": frozenset({"waiting", "unknown", "settled"})},
-    "answer": {"waiting": frozenset({"ready"})},
+    "answer": {"waiting": frozenset({"ready", "settled"})},  # settled: approval denied
     "resolve": {"unknown": frozenset({"settled"})},
     "pause": same(*_LIVE, *_ENDED),
     "resume": same(*_LIVE, *_ENDED),
@@ -105,32 +113,10 @@ class ToolCallState(_State):
     unknown_code: str = ""
     diagnostic: str = ""
     outcome: DefiniteOutcome | None = None
+    approval: ApprovalRecord | None = None
+    """How the approval wait was answered (for a call started behind an approval gate)."""
     failure: Failure | None = None
     rejected_signals: list[RejectedSignal] = []
-
-
-def outcome_problem(request: ToolEffectRequest, outcome: DefiniteOutcome) -> str | None:
-    """Why `outcome` cannot settle the call `request` describes, or None.
-
-    The checks `settle_tool_result` makes, repeated where a raw signal cannot skip them:
-    a result for another call would otherwise reach the parent's round and fail it.
-    """
-    call, result = request.call, outcome.result
-    if result.call_id != call.id or result.name != call.name:
-        return (
-            f"The result answers call {result.call_id!r} ({result.name}), but the unknown "
-            f"effect is call {call.id!r} ({call.name})."
-        )
-    if isinstance(outcome, Succeeded) == result.is_error:
-        return (
-            f"Disposition {outcome.kind!r} disagrees with is_error={result.is_error}: "
-            "succeeded results have is_error=False, failed/rejected ones is_error=True."
-        )
-    if isinstance(outcome, Succeeded):
-        unknown = sorted(set(outcome.advertised) - set(request.deferred_tools))
-        if unknown:
-            return f"{unknown} are not deferred tools of {request.definition!r}."
-    return None
 
 
 class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
@@ -139,8 +125,20 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
     TABLE = TABLE
 
     @classmethod
-    def start(cls, request: ToolEffectRequest) -> ToolCallMachine:
-        return cls(ToolCallState(request=request))
+    def start(
+        cls, request: ToolEffectRequest, approval: approvals.ApprovalGate | None = None
+    ) -> ToolCallMachine:
+        """A new call: ready for its first attempt, or waiting for approval first."""
+        state = ToolCallState(request=request)
+        if approval is not None:
+            state.phase = "waiting"
+            state.wait = OpenWait(
+                wait_id=approval_wait_id(request.process_id),
+                prompt=approvals.prompt(request.call, approval),
+                response_schema=approvals.ANSWER_SCHEMA,
+                kind="approval",
+            )
+        return cls(state)
 
     @staticmethod
     def _phase(state: ToolCallState) -> ToolCallPhase:
@@ -175,6 +173,11 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
     def outcome(self) -> DefiniteOutcome | None:
         """The settlement, once definite."""
         return self._state.outcome
+
+    @property
+    def approval(self) -> ApprovalRecord | None:
+        """How its approval wait was answered, if it had one."""
+        return self._state.approval
 
     @property
     def failure(self) -> Failure | None:
@@ -266,16 +269,24 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
         )
 
     def answer(self, wait: str, answer_id: str, response: Any) -> bool:
-        """Accept a validated answer; the body is re-entered (after resume, if paused)."""
+        """Accept a validated answer; the body is re-entered (after resume, if paused).
+        An approval wait's answer lets the body run, or settles the call as denied."""
         if not self.check_answer(wait, answer_id, response):
             return False
 
         def change(d: ToolCallState) -> None:
             assert d.wait is not None
             d.answers[answer_id] = answer_digest(wait, response)
-            d.continuation = (d.wait.state, response)
+            kind = d.wait.kind
+            if kind == "input":
+                d.continuation = (d.wait.state, response)
+                d.phase = "ready"
+            elif kind == "approval":
+                d.approval, refused = approvals.answered(d.request.call, response, answer_id)
+                d.phase, d.outcome = ("ready", None) if refused is None else ("settled", refused)
+            else:
+                assert_never(kind)
             d.wait = None
-            d.phase = "ready"
 
         self._apply("answer", change)
         return True
@@ -347,6 +358,7 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
                     prompt=s.wait.prompt,
                     response_schema=s.wait.response_schema,
                     ref=req.ref,
+                    kind=s.wait.kind,
                 ),
             )
         unknown: tuple[UnknownEffect, ...] = ()

@@ -119,10 +119,12 @@ class LocalRunner:
         *,
         id: str | None = None,
         context: Mapping[str, Any] | None = None,
+        approved_tools: Sequence[str] = (),
     ) -> LocalRun:
         """Start an Interaction of `definition`; returns at once with its handle.
 
-        `context` is the run context, as `ScopeClient.start`'s.
+        `context` is the run context and `approved_tools` the tools approved already, as
+        `ScopeClient.start`'s.
 
         Raises:
             UnknownDefinition: no such Definition.
@@ -139,7 +141,12 @@ class LocalRunner:
         run = LocalRun(self, id or f"local-{self._runs}")
         opened = run.engine.open_interaction(
             run.id,
-            InteractionInput(definition=definition, messages=tuple(messages), context=checked),
+            InteractionInput(
+                definition=definition,
+                messages=tuple(messages),
+                context=checked,
+                approved_tools=tuple(approved_tools),
+            ),
         )
         if isinstance(opened, Failure):
             raise errors.refusal(opened.code, opened.message)

@@ -2,7 +2,7 @@
 
 Each function returns the `ToolResult` the model sees for one call. The wording is part
 of the contract (tests and prompts rely on the key phrases): "not available",
-"not authorized", "invalid arguments", "not executed" + "token limit".
+"not authorized", "invalid arguments", "not executed" + "token limit", "denied approval".
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from scope_temporal.chat import ToolCall, ToolResult
 
 __all__ = [
+    "approval_denied",
     "invalid_arguments",
     "not_authorized",
     "not_available",
@@ -48,6 +49,22 @@ def invalid_arguments(call: ToolCall, error: str) -> ToolResult:
         call,
         f"Tool '{_name(call)}' was not run: invalid arguments: {error}. "
         "Fix the arguments and call it again.",
+    )
+
+
+def approval_denied(call: ToolCall, by: str, reason: str) -> ToolResult:
+    """The call needed approval and was denied (disposition `rejected`); it was not run.
+
+    Args:
+        call: The denied call.
+        by: Who denied it, for the model ("a person", "the approval policy").
+        reason: Why, as the denier said it (may be empty).
+    """
+    why = f": {reason}" if reason else " (no reason given)"
+    return _error(
+        call,
+        f"Tool '{_name(call)}' was not run: the call was denied approval by {by}{why}. "
+        "Do not repeat the same call unchanged.",
     )
 
 

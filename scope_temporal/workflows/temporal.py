@@ -251,8 +251,10 @@ class TemporalTransport:
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(input)
 
+    def handlers_finished(self) -> bool:
+        return workflow.all_handlers_finished()
+
     async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
-        await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(input)
 
     # --- background attempts ---------------------------------------------------------

@@ -225,13 +225,15 @@ async def steer_valid(target: Target) -> None:
     target.valid_steers.append(signal_id)
 
 
-async def finish(target: Target) -> None:
-    """Answer and settle properly: the Interaction completes with every valid steer
-    applied in order, and no workflow task failed on the way."""
+async def finish(target: Target, answer: Any = None) -> None:
+    """Answer (`answer`, default an approved `{"approved": true}`) and settle properly:
+    the Interaction completes with every valid steer applied in order, and no workflow
+    task failed on the way."""
     assert await task_failures(target) == 0
     snap = await target.handle.snapshot()
     [pending] = snap.pending_tool_inputs
-    await target.handle.answer(pending, "good-answer", {"approved": True})
+    good = answer if answer is not None else {"approved": True}
+    await target.handle.answer(pending, "good-answer", good)
     call = target.unknown.request.call
     result = ToolResult(call_id=call.id, name=call.name, content="logs (checked)")
     settlement = settle_tool_result(target.unknown.request, result, "succeeded")

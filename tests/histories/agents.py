@@ -4,6 +4,9 @@ here must make `test_checked_in_histories_replay` fail, which is the point)."""
 from __future__ import annotations
 
 from scope_temporal import (
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRequest,
     Definition,
     Delegate,
     HostFailure,
@@ -84,6 +87,35 @@ recorded_model_unknown = Definition(
 )
 """The first model call's outcome is unknown; the host settles it with the response."""
 
+
+def no_broadcast(request: ApprovalRequest) -> ApprovalDecision:
+    """The approver of the approval recordings: never notify #all; a person decides the rest."""
+    if request.arguments.get("channel") == "#all":
+        return ApprovalDecision.deny("never notify #all")
+    return ApprovalDecision.ask()
+
+
+APPROVALS = ApprovalPolicy.deny_writes(approver=no_broadcast)
+
+recorded_approvals = Definition(
+    "recorded-approvals",
+    tools=[read_status, restart, notify],
+    approval=APPROVALS,
+    max_concurrent_tool_calls=2,
+    tool_call_workflows="always",
+)
+"""Approval waits: a denial, an approval remembered for the tool (then the tool's own
+input wait), a later call approved by the remembered answer, a call the approver denies."""
+
+recorded_approvals_on_demand = Definition(
+    "recorded-approvals-on-demand",
+    tools=[read_status, restart, notify],
+    approval=APPROVALS,
+    max_concurrent_tool_calls=2,
+    tool_call_workflows="on_demand",
+)
+"""The same with `on_demand`: the calls waiting for approval are promoted at once."""
+
 DEFINITIONS = [
     recorded,
     recorded_on_demand,
@@ -92,5 +124,7 @@ DEFINITIONS = [
     recorded_steer_batch,
     recorded_continue_as_new,
     recorded_model_unknown,
+    recorded_approvals,
+    recorded_approvals_on_demand,
 ]
 TOOLS = [read_status, restart, notify]

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
@@ -87,6 +88,29 @@ class Run:
     """Steer when the approval wait shows (the batch is running), else right at the start."""
 
 
+def _approvals() -> ScriptedModel:
+    """Denied by a person; approved and remembered (then the tool's own question);
+    approved by the remembered answer; denied by the approver at admission."""
+    return ScriptedModel(
+        [
+            reply.tool_calls(
+                ("read_status", {"service": "web"}),
+                ("restart", {"service": "web"}),
+                ("notify", {"channel": "#all"}),
+            ),
+            reply.tool_calls(("restart", {"service": "web"})),
+            reply.tool_calls(("restart", {"service": "db"})),
+            reply.text("web and db restarted"),
+        ]
+    )
+
+
+APPROVAL_ANSWERS: list[dict[str, Any]] = [
+    {"decision": "deny", "reason": "not before the backup"},
+    {"decision": "approve", "reason": "backup done", "remember": True},
+]
+"""What the host answers the approval waits of `_approvals`, in order."""
+
 RUNS: dict[str, Run] = {
     "recorded": Run(_first_runs),
     "recorded-on-demand": Run(_first_runs),
@@ -98,19 +122,29 @@ RUNS: dict[str, Run] = {
             [TimeoutError("provider connection reset"), reply.text("answered after the steer")]
         )
     ),
+    "recorded-approvals": Run(_approvals),
+    "recorded-approvals-on-demand": Run(_approvals),
 }
 
 
 async def _host(handle: InteractionHandle, run: Run) -> None:
-    """Answer approvals, steer once, settle unknowns (tool: sent; model: a text reply)."""
+    """Answer input waits (approval waits from `APPROVAL_ANSWERS`), steer once, settle
+    unknowns (tool: sent; model: a text reply)."""
     steered = False
+    answers: dict[str, tuple[str, Any]] = {}  # wait id -> (answer id, answer): decided once
     while True:
         snap: TreeSnapshot = await handle.snapshot()
         if not steered and (not run.steer_at_wait or snap.pending_tool_inputs):
             await handle.steer("s1", Message.user("be careful"))
             steered = True
         for pending in snap.pending_tool_inputs:
-            await handle.answer(pending, "a1", {"ok": True})
+            if pending.wait_id not in answers:
+                approvals = sum(1 for w in answers if w.endswith("/wait/approval"))
+                answers[pending.wait_id] = (
+                    "a1" if pending.kind == "input" else "approval",
+                    APPROVAL_ANSWERS[approvals] if pending.kind == "approval" else {"ok": True},
+                )
+            await handle.answer(pending, *answers[pending.wait_id])
         for unknown in snap.unknown_effects:
             request = unknown.request
             if request.kind == "tool":

@@ -69,6 +69,7 @@ def in_mode(definition: Definition, mode: ToolCallWorkflows) -> Definition:
         tool_timeout=definition.tool_timeout,
         tool_heartbeat_timeout=definition.tool_heartbeat_timeout,
         tool_call_workflows=mode,
+        approval=definition.approval,
     )
 
 

@@ -10,6 +10,7 @@ import shlex
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -248,19 +249,85 @@ models = {"default": ScriptedModel(plan)}
 '''
 
 
-def test_worker_serves_your_own_app_module(stack: Stack) -> None:
-    project = stack.home / "myproject"
+@contextmanager
+def app_worker(
+    stack: Stack, module: str, source: str, serving: str
+) -> Iterator[tuple[dict[str, str], Path]]:
+    """`scope-temporal worker --app MODULE` serving `source` from its own project folder
+    on a fresh task queue: yields the environment to run the CLI with, and the folder."""
+    project = stack.home / module
     project.mkdir()
-    (project / "myagents.py").write_text(APP)
-    queue = f"cli-app-{uuid.uuid4().hex[:6]}"
-    env = stack.env(SCOPE_TASK_QUEUE=queue)
-    worker = Proc(["worker", "--app", "myagents"], env=env, cwd=project)
+    (project / f"{module}.py").write_text(source)
+    env = stack.env(SCOPE_TASK_QUEUE=f"cli-{module}-{uuid.uuid4().hex[:6]}")
+    worker = Proc(["worker", "--app", module], env=env, cwd=project)
     try:
-        worker.wait_for("worker serving echo from myagents")
+        worker.wait_for(f"worker serving {serving} from {module}")
         worker.wait_for("model default: ScriptedModel")
-        done = run_cli(["run", "echo", "say hi"], env=env, cwd=project)
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert '✓ shout(text="hi") succeeded · HI' in done.stdout
-        assert "━━ output" in done.stdout and "\ndone: HI\n" in done.stdout
+        yield env, project
     finally:
         worker.stop()
+
+
+def test_worker_serves_your_own_app_module(stack: Stack) -> None:
+    with app_worker(stack, "myagents", APP, "echo") as (env, project):
+        done = run_cli(["run", "echo", "say hi"], env=env, cwd=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '✓ shout(text="hi") succeeded · HI' in done.stdout
+    assert "━━ output" in done.stdout and "\ndone: HI\n" in done.stdout
+
+
+APPROVALS_APP = '''
+from scope_temporal import ApprovalPolicy, Definition, ScriptedModel, reply, tool
+
+@tool(permission="exec")
+def restart(name: str) -> str:
+    """Restart a service."""
+    return name + " restarted"
+
+definitions = [Definition("guarded", tools=[restart], approval=ApprovalPolicy.deny_writes())]
+tools = [restart]
+PLAN = ["web", "web", "api"]
+
+def plan(request):
+    done = sum(1 for m in request.messages if m.role == "tool")
+    if done < len(PLAN):
+        return reply.tool_calls(("restart", {"name": PLAN[done]}))
+    return reply.text("done")
+
+models = {"default": ScriptedModel(plan)}
+'''
+
+
+def test_run_asks_y_n_for_an_approval_and_yes_approves(stack: Stack) -> None:
+    with app_worker(stack, "guarded_app", APPROVALS_APP, "guarded") as (env, project):
+        child = pexpect.spawn(
+            CLI,
+            ["run", "guarded", "restart things", "--id", f"guarded-{uuid.uuid4().hex[:6]}"],
+            env=env,
+            cwd=str(project),
+            encoding="utf-8",
+            timeout=30,
+            dimensions=(50, 200),
+        )
+        shown = io.StringIO()
+        child.logfile_read = shown
+        try:
+            child.expect(re.escape('? restart needs approval: Allow restart(name="web")?'))
+            child.expect(re.escape("approve? [y/a/n]> "))
+            child.sendline("n")
+            child.expect(re.escape("reason (optional, Enter to skip)> "))
+            child.sendline("not during the sale")
+            child.expect(re.escape('⊘ restart(name="web") rejected · denied by person'))
+            child.expect(re.escape("approve? [y/a/n]> "))
+            child.sendline("a")  # approve, and remember it for the session
+            child.expect(re.escape('✓ restart(name="web") succeeded · approved by person'))
+            child.expect(re.escape('✓ restart(name="api") succeeded · approved by remembered'))
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+        assert child.exitstatus == 0
+        assert shown.getvalue().count("needs approval") == 2  # web twice; api was not asked
+        done = run_cli(["run", "guarded", "again", "--yes"], env=env, cwd=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("approved (--yes)") == 3
+    assert "━━ output" in done.stdout and "\ndone\n" in done.stdout

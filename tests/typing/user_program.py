@@ -12,6 +12,10 @@ from pydantic import BaseModel
 from temporalio.client import Client
 
 from scope_temporal import (
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRecord,
+    ApprovalRequest,
     BackgroundTool,
     Definition,
     LocalFileMaterializer,
@@ -62,9 +66,18 @@ def build_model() -> Model:
     return model
 
 
+def non_prod(request: ApprovalRequest) -> ApprovalDecision:
+    if str(request.arguments.get("table", "")).startswith("prod_"):
+        return ApprovalDecision.ask()
+    return ApprovalDecision.approve("not production")
+
+
 def build_worker(client: Client) -> ScopeWorker:
     agent = Definition(
-        "agent", tools=ToolSet("t", [lookup, export]), model_heartbeat_timeout=timedelta(seconds=5)
+        "agent",
+        tools=ToolSet("t", [lookup, export]),
+        model_heartbeat_timeout=timedelta(seconds=5),
+        approval=ApprovalPolicy.deny_writes(approver=non_prod, otherwise="ask"),
     )
     return ScopeWorker(
         client,
@@ -76,8 +89,20 @@ def build_worker(client: Client) -> ScopeWorker:
 
 
 async def ask(scope: ScopeClient) -> str:
-    handle = await scope.start("agent", [Message.user("hi")], id="user-program")
-    tasks: list[TaskSnapshot] = (await handle.snapshot()).tasks
+    handle = await scope.start(
+        "agent", [Message.user("hi")], id="user-program", approved_tools=["export"]
+    )
+    snap = await handle.snapshot()
+    for pending in snap.pending_tool_inputs:
+        if pending.kind == "approval":
+            await handle.answer(pending, "a1", {"decision": "deny", "reason": "not now"})
+    decided: list[ApprovalRecord] = [
+        e.approval for r in snap.settled_results for e in r.entries if e.approval is not None
+    ]
+    assert all(d.by in ("person", "approver", "remembered", "policy") for d in decided)
+    tasks: list[TaskSnapshot] = snap.tasks
     if tasks and not tasks[0].ended:
         await handle.cancel_task(tasks[0].task_id, "not needed")
-    return (await handle.result()).text
+    out = await handle.result()
+    approved: tuple[str, ...] = out.approved_tools
+    return out.text + ",".join(approved)

@@ -30,6 +30,7 @@ def reference_app_exports(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 # with `@pytest.mark.mapping("always")`.
 MAPPED_MODULES = frozenset(
     {
+        "test_core_approval_runs",
         "test_core_delegates",
         "test_core_drivers",
         "test_core_host",

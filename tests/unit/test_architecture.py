@@ -4,7 +4,8 @@ Layers, bottom first (a module may import its own layer and the ones below):
 
     values      errors, chat, ids, names, ...: plain values every part shares
     authoring   tools/, models/, what a background tool implements: what users write
-    definition  Definitions, and the Registry of what a worker serves
+    definition  Definitions, their approval policies, and the Registry of what a
+                worker serves
     core        interaction/: the pure state machines (never call out)
     protocol    the payloads crossing Temporal, host settlements, task-tool envelopes
     driver      driver/: the one driver of each machine, for any engine (no Temporal)
@@ -60,7 +61,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "background.materializer",
         ),
     ),
-    ("definition", ("definition", "registry")),
+    ("definition", ("approval", "definition", "registry")),
     ("core", ("interaction",)),
     ("protocol", ("payloads", "settle", "background.envelopes")),
     ("driver", ("driver",)),

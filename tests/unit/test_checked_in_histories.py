@@ -2,7 +2,8 @@
 
 They hold an input wait, a steer, and an unknown tool effect resolved by the host, in
 both tool-call mappings; a delegate; a steer during a batch; continue-as-new; an unknown
-model call settled by the host. A change that would break running Interactions fails
+model call settled by the host; approval waits (denied, approved and remembered, a call
+the approver denied), in both mappings. A change that would break running Interactions fails
 here, without any server. A changed
 Definition must fail *as such* (`interaction.definition.changed`), not just somehow.
 
@@ -124,6 +125,16 @@ async def test_c42_a_replay_failure_of_another_cause_is_reported_as_temporal_giv
 def test_histories_are_present() -> None:
     assert sorted(p.stem for p in HISTORIES) == [
         "recorded",
+        "recorded-approvals",
+        # on_demand: the calls waiting for approval became ToolCall workflows at once
+        "recorded-approvals-on-demand",
+        "recorded-approvals-on-demand_tool_1_1",
+        "recorded-approvals-on-demand_tool_2_0",
+        "recorded-approvals-on-demand_tool_3_0",
+        "recorded-approvals_tool_1_0",
+        "recorded-approvals_tool_1_1",  # no tool_1_2: the approver denied it at admission
+        "recorded-approvals_tool_2_0",
+        "recorded-approvals_tool_3_0",
         "recorded-continue-as-new",
         "recorded-continue-as-new_run1",
         "recorded-continue-as-new_run2",
@@ -203,3 +214,22 @@ def test_the_recordings_hold_what_they_are_named_for() -> None:
     settled = [p for name, p in events if name.endswith("UPDATE_ACCEPTED") and "settlement" in p]
     assert [p["settlement"]["kind"] for p in settled] == ["model"]
     assert _output_text("recorded-model-unknown") == "answered after the steer"
+
+
+def test_the_approval_recordings_hold_a_denial_a_remembered_approval_and_the_approvers() -> None:
+    for stem in ("recorded-approvals", "recorded-approvals-on-demand"):
+        [(_, output)] = [e for e in _events(stem) if e[0] == "WORKFLOW_EXECUTION_COMPLETED"]
+        assert output["approved_tools"] == ["restart"]
+        assert _output_text(stem) == "web and db restarted"
+    # the denied call never entered its tool: its ToolCall workflow scheduled no activity
+    denied = [name for name, _ in _events("recorded-approvals-on-demand_tool_1_1")]
+    assert "ACTIVITY_TASK_SCHEDULED" not in denied
+    # approved and remembered: the tool ran, then asked its own question
+    answered = [p for name, p in _events("recorded-approvals_tool_2_0") if p and "wait_id" in p]
+    assert [(a["wait_id"].rsplit("/", 1)[1], a["response"]) for a in answered] == [
+        ("approval", {"decision": "approve", "reason": "backup done", "remember": True}),
+        ("1", {"ok": True}),
+    ]
+    # remembered: the next call's ToolCall asked nothing but its own question
+    later = [p for name, p in _events("recorded-approvals_tool_3_0") if p and "wait_id" in p]
+    assert [a["wait_id"].rsplit("/", 1)[1] for a in later] == ["1"]

@@ -10,18 +10,26 @@ import click
 import pytest
 
 from scope_temporal import Message, ScriptedModel, reply
-from scope_temporal.cli._answers import Terminal, is_approval, parse_answer
+from scope_temporal.cli._answers import (
+    Terminal,
+    approval_answer,
+    is_approval,
+    is_approval_wait,
+    parse_answer,
+)
 from scope_temporal.cli._app import load_app
 from scope_temporal.cli._render import (
     answer_command,
     example_answer,
     render_tree,
     resolve_command,
+    result_line,
     schema_hint,
 )
 from scope_temporal.cli.resolve import settlement_for
 from scope_temporal.errors import SettlementMismatch
 from scope_temporal.testing import LocalRunner
+from scope_temporal.tools import tool as tool_
 
 APPROVAL: dict[str, Any] = {
     "type": "object",
@@ -191,3 +199,95 @@ async def test_a_json_prompt_is_shown_as_compact_json(capsys: pytest.CaptureFixt
     assert f"? input wait {wait.wait_id}: {shown}" in "\n".join(render_tree(tree))
     assert await Terminal(auto_approve=True)(wait, "migrate") is not None
     assert f"? migrate asks: {shown}\n" in capsys.readouterr().out
+
+
+# --- approval waits (an ApprovalPolicy's): y / a / n with an optional reason ---------------
+
+
+@tool_(permission="exec")
+def restart(name: str) -> str:
+    """Restart a service."""
+    return f"{name} restarted"
+
+
+async def _approval_wait() -> tuple[Any, Any]:
+    from scope_temporal import ApprovalPolicy, Definition
+
+    runner = LocalRunner(
+        definitions=[Definition("ops", tools=[restart], approval=ApprovalPolicy.deny_writes())],
+        tools=[restart],
+        models={"default": ScriptedModel([reply.tool_calls(("restart", {"name": "web"}))])},
+    )
+    run = await runner.start("ops", [Message.user("go")])
+    [wait] = (await run.idle()).pending_tool_inputs
+    assert wait.kind == "approval"
+    return run, wait
+
+
+async def test_an_approval_wait_takes_y_a_or_n_with_an_optional_reason() -> None:
+    run, wait = await _approval_wait()
+    shown = "\n".join(render_tree(run.snapshot()))
+    assert f'? approval wait {wait.wait_id}: Allow restart(name="web")?' in shown
+    assert f"answer: scope-temporal answer {run.id} {wait.wait_id} y" in shown
+    schema = wait.response_schema
+    assert is_approval_wait(schema) and not is_approval(schema)
+    assert parse_answer("y", schema) == ({"decision": "approve", "reason": ""}, None)
+    assert parse_answer("a fine for today", schema) == (
+        {"decision": "approve", "reason": "fine for today", "remember": True},
+        None,
+    )
+    assert parse_answer(" N  not in prod ", schema) == (
+        {"decision": "deny", "reason": "not in prod"},
+        None,
+    )
+    assert parse_answer('{"decision": "deny", "reason": "json works"}', schema)[1] is None
+    assert "does not match the schema" in str(parse_answer('{"decision": "maybe"}', schema)[1])
+    assert "does not match the schema" in str(parse_answer("n " + "x" * 2001, schema)[1])
+    assert approval_answer("maybe") is None
+    assert answer_command("root", wait) == f"scope-temporal answer root {wait.wait_id} y"
+
+
+class _Typed(Terminal):
+    """A terminal whose lines are given in advance."""
+
+    def __init__(self, *lines: str, auto_approve: bool = False) -> None:
+        super().__init__(auto_approve=auto_approve)
+        self.lines = list(lines)
+
+    async def readline(self) -> str | None:
+        return self.lines.pop(0) if self.lines else None
+
+
+async def test_the_terminal_asks_y_n_for_an_approval_and_a_reason_for_a_denial(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _run, wait = await _approval_wait()
+    assert await _Typed("maybe", "n", "too risky")(wait, "restart") == {
+        "decision": "deny",
+        "reason": "too risky",
+    }
+    out = capsys.readouterr().out
+    assert '? restart needs approval: Allow restart(name="web")? (exec calls need approval)' in out
+    assert "approve? [y/a/n]> " in out and "answer y, a or n" in out
+    assert "reason (optional, Enter to skip)> " in out
+    assert await _Typed("y")(wait, "restart") == {"decision": "approve", "reason": ""}
+    assert await _Typed("a")(wait, "restart") == {
+        "decision": "approve",
+        "reason": "",
+        "remember": True,
+    }
+    assert await _Typed()(wait, "restart") is None  # no input: the wait stays open
+    assert await _Typed(auto_approve=True)(wait, "restart") == {
+        "decision": "approve",
+        "reason": "approved with --yes",
+    }
+    assert "approved (--yes)" in capsys.readouterr().out
+
+
+async def test_a_result_line_says_who_decided_an_approval() -> None:
+    run, wait = await _approval_wait()
+    await run.answer(wait, "no", {"decision": "deny", "reason": "not now"})
+    await run.idle()
+    [entry] = run.snapshot().settled_results[0].entries
+    line = result_line(entry)
+    assert line.startswith('⊘ restart(name="web") rejected · denied by person · Tool')

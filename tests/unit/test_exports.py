@@ -12,6 +12,10 @@ import scope_temporal.testing
 
 EXPORTED = [
     "ActiveDelegate",
+    "ApprovalDecision",
+    "ApprovalPolicy",
+    "ApprovalRecord",
+    "ApprovalRequest",
     "Artifact",
     "ArtifactDecodeError",
     "BackgroundOperation",

@@ -62,3 +62,34 @@ async def test_the_background_tool_example_moves_to_the_background_as_the_docs_s
     assert (final["type"], final["status"], final["attempt"]) == ("update", "completed", 1)
     assert final["data"] == {"artifact": "app.tar.gz"}
     assert [e["event_id"] for e in final["events"]] == ["step-1", "step-2", "step-3"]
+
+
+async def test_the_readme_approval_policy_approves_non_prod_and_asks_for_prod() -> None:
+    from scope_temporal import Message, ScriptedModel, reply
+    from scope_temporal.testing import LocalRunner
+
+    namespace: dict[str, object] = {}
+    code = block_under("## Write a tool and an agent") + block_under("### Ask before it acts")
+    exec(compile(code, "<README.md: Ask before it acts>", "exec"), namespace)
+    tools = [namespace["search_docs"], namespace["restart_service"]]
+    runner = LocalRunner(
+        definitions=[namespace["guarded"]],  # type: ignore[list-item]
+        tools=tools,
+        models={
+            "default": ScriptedModel(
+                [
+                    reply.tool_calls(("restart_service", {"name": "web-1"})),
+                    reply.tool_calls(("restart_service", {"name": "prod-1"})),
+                    reply.text("done"),
+                ]
+            )
+        },
+    )
+    run = await runner.start("guarded", [Message.user("restart")])
+    [pending] = (await run.idle()).pending_tool_inputs
+    assert pending.kind == "approval" and pending.prompt["arguments"] == {"name": "prod-1"}
+    await run.answer(pending, "no", {"decision": "deny", "reason": "not in prod"})
+    assert (await run.result(timeout=5)).text == "done"
+    first, second = run.snapshot().settled_results
+    assert first.entries[0].result.content == "web-1 restarted"
+    assert second.entries[0].disposition == "rejected"

@@ -169,3 +169,15 @@ def test_a_callable_object_is_fingerprinted_by_its_class_code_not_its_address() 
     entry = one.declaration()["completion_validator"]
     assert entry["name"].endswith("_Threshold")
     assert "0x" not in json.dumps(one.declaration())
+
+
+def test_code_compiled_under_the_name_of_another_file_counts_by_its_compiled_code(
+    tmp_path: Path,
+) -> None:
+    # e.g. a README's example exec'd under the README's name: the lines there are not its
+    # source (inspect.getsource fails to tokenize them), so the compiled code counts
+    other = tmp_path / "README.md"
+    other.write_text("Some prose (with a bracket that never closes\n" * 10)
+    namespace: dict[str, Any] = {"__name__": "validators"}
+    exec(compile(BYTECODE_ONLY.replace("ANSWER", repr("no")), str(other), "exec"), namespace)
+    assert code_fingerprint(namespace["check"]) == code_fingerprint(_compiled("no"))
