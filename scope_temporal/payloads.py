@@ -179,6 +179,8 @@ class SessionInput(_Payload):
     """The Definition each turn runs."""
     context: dict[str, Any] | None = None
     """The session's run context (its turns get it, with `session_id` added)."""
+    approved_tools: tuple[str, ...] = ()
+    """Tools approved for the session from its start (each turn may remember more)."""
     continue_as_new_every: int = 100
     """Continue-as-new after this many turns in one run (or when Temporal suggests it);
     the transcript and every record carry over."""

@@ -21,7 +21,7 @@ from scope_temporal.client.session import SessionHandle, SessionSummary
 from scope_temporal.converter import with_scope_converter
 from scope_temporal.errors import ScopeError
 from scope_temporal.payload_limits import SERVER_BLOB_LIMIT_BYTES, size_of, too_large
-from scope_temporal.payloads import InteractionInput
+from scope_temporal.payloads import InteractionInput, SessionInput
 from scope_temporal.run_context import check_run_context
 
 
@@ -187,6 +187,7 @@ class ScopeClient:
         *,
         id: str | None = None,
         context: Mapping[str, Any] | None = None,
+        approved_tools: Sequence[str] = (),
         continue_as_new_every: int = 100,
     ) -> SessionHandle:
         """A session of `definition`: a conversation of turns, one Interaction each. No
@@ -197,6 +198,9 @@ class ScopeClient:
             id: the session id (its workflow id; default `<definition>-session-<random>`).
                 Turns are `<id>/turn/<n>`.
             context: the run context of every turn (as `start`'s), plus `session_id`.
+            approved_tools: tools approved for the session from its start. Approvals
+                answered with `remember` during a turn are kept by the session for its
+                later turns ("approve for this session").
             continue_as_new_every: the session continues as new after this many turns (or
                 when Temporal suggests it), carrying its transcript.
 
@@ -204,13 +208,13 @@ class ScopeClient:
             InvalidRunContext: `context` is not a JSON object within 16 KiB.
         """
         checked = check_run_context(context) if context is not None else None
-        return SessionHandle(
-            self,
-            id or f"{definition}-session-{uuid.uuid4().hex[:12]}",
+        start = SessionInput(
             definition=definition,
             context=checked,
+            approved_tools=tuple(approved_tools),
             continue_as_new_every=continue_as_new_every,
         )
+        return SessionHandle(self, id or f"{definition}-session-{uuid.uuid4().hex[:12]}", start)
 
     def get_session(self, id: str) -> SessionHandle:
         """A handle on an existing session to read or end it (no call is made); to send,

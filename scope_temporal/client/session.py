@@ -94,20 +94,11 @@ class SessionHandle:
     Made by `ScopeClient.session(...)` (no call is made until `send`).
     """
 
-    def __init__(
-        self,
-        scope: SessionOwner,
-        id: str,
-        *,
-        definition: str | None = None,
-        context: dict[str, Any] | None = None,
-        continue_as_new_every: int = 100,
-    ) -> None:
+    def __init__(self, scope: SessionOwner, id: str, start: SessionInput | None = None) -> None:
         self.scope = scope
         self.id = id
-        self.definition = definition
-        self._context = context
-        self._every = continue_as_new_every
+        self.definition = start.definition if start is not None else None
+        self._start = start
         self.last_receipt: SendReceipt | None = None
         """What the latest `send` did (started a turn, or steered the running one)."""
         self._seen = 0  # the latest turn whose end this handle saw
@@ -148,7 +139,7 @@ class SessionHandle:
                 session has ended. UnknownDefinition: the worker serves no such Definition.
             Nothing changed in the session or the running turn when any of these is raised.
         """
-        if self.definition is None:
+        if self._start is None or self.definition is None:
             raise errors.ConfigurationError(
                 "This handle does not know its Definition (get_session): use "
                 "ScopeClient.session(definition, id=...) to send."
@@ -164,15 +155,12 @@ class SessionHandle:
         self.last_receipt = receipt
         return self.turn(receipt.turn)
 
-    def _start_operation(self, definition: str) -> WithStartWorkflowOperation[Any, Any]:
+    def _start_operation(self, start: SessionInput) -> WithStartWorkflowOperation[Any, Any]:
         """How `send` starts the session if it is not running (one per call)."""
+        definition = start.definition
         return WithStartWorkflowOperation(
             names.SESSION_WORKFLOW,
-            SessionInput(
-                definition=definition,
-                context=self._context,
-                continue_as_new_every=self._every,
-            ),
+            start,
             id=self.id,
             task_queue=self.scope.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -184,13 +172,13 @@ class SessionHandle:
     async def _deliver(self, payload: SessionSend) -> SendReceipt:
         """Update-with-start, again if it met the session between two runs (continuing as
         new): the message id makes a repeat safe."""
-        assert self.definition is not None  # checked by send
+        assert self._start is not None  # checked by send
         for attempt in range(1, _DELIVERY_ATTEMPTS + 1):
             try:
                 receipt: SendReceipt = await self.scope.client.execute_update_with_start_workflow(
                     names.SESSION_SEND,
                     payload,
-                    start_workflow_operation=self._start_operation(self.definition),
+                    start_workflow_operation=self._start_operation(self._start),
                     result_type=SendReceipt,
                 )
                 return receipt

@@ -140,6 +140,7 @@ class SessionDriver:
             messages=effect.messages,
             base=effect.base,
             context=effect.run_context,
+            approved_tools=effect.approved_tools,
             track_status=self._input.track_status,
         )
 

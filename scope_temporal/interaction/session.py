@@ -19,7 +19,10 @@ The rules it keeps:
  3. At a turn's end the transcript grows by what the turn added (or becomes the context a
     reducer or host put in its place); a failed or cancelled turn adds its opening
     messages only (a partial round would leave a tool call without its result).
- 4. `end` ends an idle session at once, and a running one once its turn is cancelled; an
+ 4. Tools approved for the session reach every turn (`StartTurn.approved_tools`); a
+    completed turn's `Output.approved_tools` (approvals remembered during it) replace
+    them. A failed or cancelled turn leaves them as they were.
+ 5. `end` ends an idle session at once, and a running one once its turn is cancelled; an
     ended session refuses every message (`SessionEnded`).
 """
 
@@ -79,11 +82,22 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
 
     @classmethod
     def start(
-        cls, session_id: str, definition: str, run_context: dict[str, Any] | None = None
+        cls,
+        session_id: str,
+        definition: str,
+        run_context: dict[str, Any] | None = None,
+        approved_tools: Sequence[str] = (),
     ) -> SessionMachine:
-        """A new session; its turns' run context is `run_context` plus its `session_id`."""
+        """A new session; its turns' run context is `run_context` plus its `session_id`,
+        and `approved_tools` are approved for it already (rule 4)."""
         context = {**(run_context or {}), SESSION_KEY: session_id}
-        return cls(SessionState(session_id=session_id, definition=definition, run_context=context))
+        state = SessionState(
+            session_id=session_id,
+            definition=definition,
+            run_context=context,
+            approved_tools=sorted(set(approved_tools)),
+        )
+        return cls(state)
 
     # --- the one machine style -------------------------------------------------------
 
@@ -157,6 +171,7 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
             digest=s.digest,
             queued=tuple(q.message_id for q in s.queued),
             run_context=s.run_context,
+            approved_tools=tuple(s.approved_tools),
             ended=s.ending if s.phase == "ended" else s.failure,
         )
 
@@ -268,6 +283,7 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
                         workflow_id=s.session_id, count=len(s.transcript), digest=s.digest
                     ),
                     run_context=s.run_context,
+                    approved_tools=tuple(s.approved_tools),
                 )
             )
         if s.ending is not None:
@@ -323,6 +339,7 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
         if transcript is not None:
             applied = transcript.applied_signals
         if output is not None:
+            s.approved_tools = sorted(set(output.approved_tools))
             status: Literal["completed", "failed", "canceled"] = "completed"
         else:
             status = "canceled" if failure and failure.code == errors.CANCELED else "failed"

@@ -78,6 +78,8 @@ class StartTurn(_Frozen):
     messages: tuple[Message, ...]
     base: BaseRef
     run_context: dict[str, Any]
+    approved_tools: tuple[str, ...] = ()
+    """Tools approved for the session: the turn's calls of them need no approval."""
 
 
 class SteerTurn(_Frozen):
@@ -105,6 +107,9 @@ class SessionState(_State):
     definition: str
     run_context: dict[str, Any] = {}
     """The session's run context (its turns get it, with the session id)."""
+    approved_tools: list[str] = []
+    """Tools approved for the session ("approve for this session"): each turn starts with
+    them, and a completed turn's `Output.approved_tools` replaces them."""
     phase: SessionPhase = "idle"
     transcript: list[Message] = []
     """The conversation so far: what each ended turn added (or a reducer's replacement)."""
@@ -142,6 +147,8 @@ class SessionSnapshot(_Frozen):
     queued: tuple[str, ...] = ()
     """Message ids waiting for the next turn."""
     run_context: dict[str, Any] = {}
+    approved_tools: tuple[str, ...] = ()
+    """Tools approved for the session: its turns' calls of them need no approval."""
     ended: str | None = None
     """Why the session ended."""
 

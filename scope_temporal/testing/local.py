@@ -22,7 +22,7 @@ from scope_temporal.models.protocol import Model
 from scope_temporal.observers import ObserverHub
 from scope_temporal.outputs import Failure
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
-from scope_temporal.payloads import InteractionInput
+from scope_temporal.payloads import InteractionInput, SessionInput
 from scope_temporal.registry import Registry
 from scope_temporal.run_context import check_run_context
 from scope_temporal.testing.local_run import LocalRun
@@ -75,6 +75,7 @@ class LocalRunner:
         *,
         id: str | None = None,
         context: Mapping[str, Any] | None = None,
+        approved_tools: Sequence[str] = (),
         continue_as_new_every: int = 100,
     ) -> LocalSession:
         """A session of `definition` (the same one again for a known id), as
@@ -99,7 +100,13 @@ class LocalRunner:
                     f"{definition!r}. Use another session id."
                 )
             return known
-        session = LocalSession(self, session_id, definition, checked, continue_as_new_every)
+        start = SessionInput(
+            definition=definition,
+            context=checked,
+            approved_tools=tuple(approved_tools),
+            continue_as_new_every=continue_as_new_every,
+        )
+        session = LocalSession(self, session_id, start)
         self._sessions[session_id] = session
         return session
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from scope_temporal.chat import Message
 from scope_temporal.driver.session import SessionDriver
@@ -57,13 +57,15 @@ class _SessionTransport(LocalTransport):
             return Ended(opened.message, opened.code)
         task: asyncio.Task[Output | Failure] = engine.spawn(engine.run_interaction(opened))
         self._turns[process_id] = task
+        task.add_done_callback(lambda _: engine.changed())
         started()
-        try:
-            ended = await asyncio.shield(task)
+        try:  # parked while the turn runs, so the engine sees the turn's own idleness
+            await engine.wait_until(task.done)
         except asyncio.CancelledError:  # cancel the turn with its session's request
             task.cancel()
             await asyncio.wait([task])
             raise
+        ended = task.result()
         return Ended(ended.message, ended.code) if isinstance(ended, Failure) else ended
 
     def handlers_finished(self) -> bool:
@@ -83,19 +85,17 @@ class LocalSession:
         self,
         runner: LocalWorker,
         session_id: str,
-        definition: str,
-        context: dict[str, Any] | None,
-        continue_as_new_every: int,
+        start: SessionInput,
     ) -> None:
         self.runner = runner
         self.id = session_id
-        self.definition = definition
+        self.definition = start.definition
         self.engine = LocalEngine(runner)
         self._turns: dict[str, asyncio.Task[Output | Failure]] = {}
-        self._input = SessionInput(
-            definition=definition, context=context, continue_as_new_every=continue_as_new_every
+        self._input = start
+        machine = SessionMachine.start(
+            session_id, start.definition, start.context, start.approved_tools
         )
-        machine = SessionMachine.start(session_id, definition, context)
         self._driver = self._open(machine, self._input)
         self._run: asyncio.Task[SessionSnapshot] | None = None
         self._seen = 0  # the latest turn whose end a handle of this session saw

@@ -49,7 +49,9 @@ class SessionWorkflow:
                     context = check_run_context(input.context)
             except ScopeError as error:  # only a raw start sends one: the client checks
                 self._refusal = Failure.of(error.code, error.message)
-            machine = SessionMachine.start(workflow.info().workflow_id, input.definition, context)
+            machine = SessionMachine.start(
+                workflow.info().workflow_id, input.definition, context, input.approved_tools
+            )
         self._driver = SessionDriver(
             machine, TemporalTransport(), input, limit=served.payload_limit
         )

@@ -14,6 +14,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
+    ApprovalPolicy,
     Definition,
     InvalidRunContext,
     InvalidSignal,
@@ -206,3 +207,43 @@ async def test_bad_messages_change_nothing(temporal_env: WorkflowEnvironment) ->
             "ended",
         )
         assert len(model.requests) == 2
+
+
+@tool(permission="exec")
+def restart_service(name: str) -> str:
+    """Restart a service."""
+    return f"{name} restarted"
+
+
+def restarter(request: ModelRequest) -> Response:
+    """Restarts what the last user message names; then says so."""
+    last = request.messages[-1]
+    if last.role == "user":
+        return reply.tool_calls(("restart_service", {"name": last.text.split()[-1]}))
+    return reply.text("done")
+
+
+async def test_approve_for_this_session_reaches_the_next_turn(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    ops = Definition("ops", tools=[restart_service], approval=ApprovalPolicy.deny_writes())
+    async with serving(
+        temporal_env, [ops], tools=[restart_service], models={"default": ScriptedModel(restarter)}
+    ) as scope:
+        session = scope.session("ops", id=fresh_id("ops"))
+        first = await session.send("restart web", message_id="m1")
+        pending = await eventually(lambda: _pending(first), bool)
+        assert pending[0].kind == "approval"
+        await first.answer(pending[0], "a1", {"decision": "approve", "remember": True})
+        assert (await first.result()).approved_tools == ("restart_service",)
+        second = await session.send("restart db", message_id="m2")
+        assert (await second.result()).text == "done"  # nobody was asked
+        [round_] = (await second.snapshot()).settled_results
+        [entry] = round_.entries
+        assert entry.result.content == "db restarted"
+        assert entry.approval is not None and entry.approval.by == "remembered"
+        assert (await session.snapshot()).approved_tools == ("restart_service",)
+
+
+async def _pending(turn: Any) -> list[Any]:
+    return list((await turn.snapshot()).pending_tool_inputs)

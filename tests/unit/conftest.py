@@ -40,6 +40,7 @@ MAPPED_MODULES = frozenset(
         "test_core_tool_results",
         "test_core_tool_scheduling",
         "test_core_waits",
+        "test_session_runs",
     }
 )
 MODES: tuple[ToolCallWorkflows, ...] = ("always", "on_demand")
