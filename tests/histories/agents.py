@@ -116,6 +116,14 @@ recorded_approvals_on_demand = Definition(
 )
 """The same with `on_demand`: the calls waiting for approval are promoted at once."""
 
+recorded_session = Definition(
+    "recorded-session",
+    instructions="You chat about services.",
+    tools=[read_status],
+    tool_call_workflows="always",
+)
+"""A session's turns: a text reply, a tool round, a reply; continue-as-new every 2 turns."""
+
 DEFINITIONS = [
     recorded,
     recorded_on_demand,
@@ -126,5 +134,6 @@ DEFINITIONS = [
     recorded_model_unknown,
     recorded_approvals,
     recorded_approvals_on_demand,
+    recorded_session,
 ]
 TOOLS = [read_status, restart, notify]

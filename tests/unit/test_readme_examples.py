@@ -33,6 +33,19 @@ async def test_write_a_tool_and_test_it_with_local_runner_as_the_readme_shows() 
     assert out.text == "Clean /var/log."
 
 
+async def test_the_session_example_runs_as_written() -> None:
+    code = "async def readme_session():\n" + textwrap.indent(
+        block_under("## Conversations"), "    "
+    )
+    code += "    return session\n"
+    namespace: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    session = await namespace["readme_session"]()  # type: ignore[operator]
+    snap = await session.snapshot()
+    assert [t.status for t in snap.turns] == ["completed", "completed"]
+    assert snap.run_context == {"user": "ada", "session_id": "chat-42"}
+
+
 async def test_the_background_tool_example_moves_to_the_background_as_the_docs_say() -> None:
     from scope_temporal import Message, ScriptedModel, reply
     from scope_temporal.testing import LocalRunner
