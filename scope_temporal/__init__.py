@@ -65,6 +65,7 @@ from scope_temporal.errors import (
 from scope_temporal.ids import ToolCallRef
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
+    ModelAttempt,
     PendingToolInput,
     ProcessSnapshot,
     ResultEntry,
@@ -79,6 +80,7 @@ from scope_temporal.models import (
     ModelNotCalled,
     ModelRejected,
     ModelRequest,
+    ModelRetry,
     ModelUnavailable,
     NotCalled,
     NotProven,
@@ -89,7 +91,13 @@ from scope_temporal.models import (
     retry_after_from_headers,
 )
 from scope_temporal.models.streaming import LiveText, stream_delta
-from scope_temporal.outputs import Artifact, CompletionCandidate, CompletionDecision, Output
+from scope_temporal.outputs import (
+    Artifact,
+    CompletionCandidate,
+    CompletionDecision,
+    Output,
+    TokenUsage,
+)
 from scope_temporal.settle import settle_model_result, settle_tool_result
 from scope_temporal.storage import DirectoryStorage
 from scope_temporal.tools import (
@@ -163,10 +171,12 @@ __all__ = [
     "Message",
     "Middleware",
     "Model",
+    "ModelAttempt",
     "ModelContextOverflow",
     "ModelNotCalled",
     "ModelRejected",
     "ModelRequest",
+    "ModelRetry",
     "ModelUnavailable",
     "NoSuchWait",
     "NotCalled",
@@ -200,6 +210,7 @@ __all__ = [
     "TaskNotFound",
     "TaskRun",
     "TaskSnapshot",
+    "TokenUsage",
     "Tool",
     "ToolCall",
     "ToolCallRef",

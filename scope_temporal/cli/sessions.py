@@ -25,7 +25,7 @@ def sessions() -> None:
 
 @sessions.command("list", short_help="The most recent sessions and their status.")
 @listing_options("\"ExecutionStatus = 'Running'\" (running: taking messages)")
-def list_sessions(limit: int, query: str | None, connection: Connection) -> int:
+def list_command(limit: int, query: str | None, connection: Connection) -> int:
     """List the most recent sessions (newest first): running ones take messages."""
     return run_async(_list(limit, query, connection))
 
@@ -107,4 +107,4 @@ async def _end(session_id: str, reason: str, connection: Connection) -> int:
     return 0
 
 
-__all__ = ["sessions", "transcript_lines"]
+__all__ = ["end", "list_command", "sessions", "show", "transcript_lines"]

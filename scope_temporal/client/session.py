@@ -8,6 +8,7 @@ changes).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
@@ -48,6 +49,7 @@ from scope_temporal.payloads import (
 )
 
 _QUERY_TIMEOUT = timedelta(seconds=10)
+_CATCH_UP_POLLS, _CATCH_UP_SECONDS = 200, 0.05  # at most 10 s for the session to take an end
 _DELIVERY_ATTEMPTS = 3
 
 
@@ -235,11 +237,22 @@ class SessionHandle:
                 raise errors.InteractionNotFound(f"No session {self.id!r}.") from error
 
     async def snapshot(self) -> SessionSnapshot:
-        """Its turns, the transcript's length; queried live (a worker answers).
+        """Its turns, the transcript's length; queried live (a worker answers). Once this
+        handle saw a turn end (`await turn.result()`), the snapshot shows it ended (the
+        session takes a turn's end a moment after the turn's own result is readable).
 
         Raises:
             InteractionNotFound: no session has this id.
         """
+        for _ in range(_CATCH_UP_POLLS):
+            snap = await self._query_snapshot()
+            current = snap.current
+            if current is None or current.turn > self._seen:
+                break
+            await asyncio.sleep(_CATCH_UP_SECONDS)
+        return snap
+
+    async def _query_snapshot(self) -> SessionSnapshot:
         try:
             snap: SessionSnapshot = await self._workflow().query(
                 names.SESSION_SNAPSHOT_QUERY,

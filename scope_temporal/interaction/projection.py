@@ -14,14 +14,14 @@ from scope_temporal.interaction.snapshot import (
     UnknownEffect,
 )
 from scope_temporal.interaction.state import TERMINAL_PHASES, InteractionState
-from scope_temporal.outputs import Failure, Output, TurnTranscript
+from scope_temporal.outputs import Failure, Output, TokenUsage, TurnTranscript
 
 
 def _status(s: InteractionState) -> Status:
     match s.phase:
         case "completed" | "failed" | "canceled":
             return s.phase
-        case "need_model" | "model" | "round":
+        case "need_model" | "model" | "backoff" | "round":
             if s.paused:
                 return "paused"
             return "waiting" if s.model is not None and s.model.unknown else "running"
@@ -117,6 +117,8 @@ def interaction_snapshot(s: InteractionState) -> ProcessSnapshot:
         output=s.output,
         failure=s.failure,
         background_tasks=_background_tasks(s),
+        usage=s.usage,
+        model_attempts=tuple(s.model_attempts),
     )
 
 
@@ -170,7 +172,11 @@ class InteractionView:
 
     @property
     def output(self) -> Output | None:
-        return self._state.output
+        """The Output; a session's turn's carries what it adds to the session's transcript."""
+        s = self._state
+        if s.output is None or s.turn_of is None:
+            return s.output
+        return s.output.model_copy(update={"transcript": turn_transcript(s)})
 
     @property
     def failure(self) -> Failure | None:
@@ -185,6 +191,17 @@ class InteractionView:
         """A model call was started and has not reported anything yet."""
         model = self._state.model
         return model is not None and model.emitted and not model.unknown
+
+    @property
+    def retry_reason(self) -> str | None:
+        """Why the model call waits for its next attempt (phase `backoff`), else None."""
+        model = self._state.model
+        return model.timer.reason if model is not None and model.timer is not None else None
+
+    @property
+    def usage(self) -> TokenUsage:
+        """Tokens of the model calls so far, and of the delegates that ended."""
+        return self._state.usage
 
     @property
     def at_round_boundary(self) -> bool:

@@ -7,16 +7,18 @@ Each function reads the Definition and (part of) the state and changes nothing;
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, ToolCall, ToolResult
-from scope_temporal.context_refs import prefix_digest
+from scope_temporal.context_refs import BaseRef, prefix_digest
 from scope_temporal.definition import Definition
-from scope_temporal.errors import SettlementMismatch
+from scope_temporal.errors import InvalidSignal, SettlementMismatch
 from scope_temporal.ids import tool_call_ref
 from scope_temporal.interaction.effects import (
     ModelEffectRequest,
+    ModelResend,
     ModelSettlement,
     ToolEffectRequest,
 )
@@ -25,13 +27,60 @@ from scope_temporal.interaction.snapshot import ResultEntry
 from scope_temporal.interaction.state import CallSlot, InteractionState
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
+from scope_temporal.run_context import check_run_context
 from scope_temporal.tools.outcome import DefiniteOutcome, Succeeded
 from scope_temporal.tools.spec import ToolSpec
 from scope_temporal.tools.validation import validate_value
 
 
-def check_resolution(s: InteractionState, settlement: ModelSettlement) -> None:
-    """Raise SettlementMismatch unless `settlement` settles the held unknown model Effect."""
+def initial_state(
+    definition: Definition,
+    process_id: str,
+    messages: list[Message] | tuple[Message, ...],
+    max_model_calls: int | None,
+    capabilities: tuple[str, ...] | None,
+    approved_tools: tuple[str, ...] = (),
+    *,
+    run_context: Mapping[str, Any] | None = None,
+    base: BaseRef | None = None,
+) -> InteractionState:
+    """A new Interaction's state; a parent's delegate budget and grant only tighten the
+    Definition's own; `approved_tools` the Definition does not bind are ignored.
+    `run_context` is what its tools read. `base` makes it a session's turn: its context
+    is that transcript (by reference), then `messages` (instructions open only the first
+    turn's, whose base is empty).
+
+    Raises:
+        InvalidSignal: no messages.
+        InvalidRunContext: `run_context` is not a JSON object within its size limit.
+    """
+    if not messages:
+        raise InvalidSignal("An Interaction needs at least one message to start.")
+    limit = definition.max_model_calls
+    if max_model_calls is not None:
+        limit = max_model_calls if limit is None else min(limit, max_model_calls)
+    granted = definition.capabilities
+    if capabilities is not None:
+        granted = granted & frozenset(capabilities)
+    instructions = definition.instructions if base is None or base.count == 0 else None
+    context = [Message.system(instructions)] if instructions else []
+    return InteractionState(
+        process_id=process_id,
+        definition=definition.name,
+        digest=definition.digest,
+        context=[*context, *messages],
+        max_model_calls=limit,
+        granted=tuple(sorted(granted)),
+        run_context=check_run_context(run_context) if run_context is not None else {},
+        base=base,
+        turn_of=base.workflow_id if base is not None else None,
+        approved_tools=sorted(set(approved_tools) & set(definition.tools.names)),
+    )
+
+
+def check_resolution(s: InteractionState, settlement: ModelSettlement | ModelResend) -> None:
+    """Raise SettlementMismatch unless `settlement` settles the held unknown model Effect
+    (a re-send: only its request must match)."""
     if s.model is None or not s.model.unknown:
         raise SettlementMismatch(
             f"Interaction {s.process_id!r} holds no unknown model effect to settle."
@@ -43,6 +92,8 @@ def check_resolution(s: InteractionState, settlement: ModelSettlement) -> None:
             f"the unknown effect is {s.model.request.effect_id!r}. Build it with "
             "settle_model_result(unknown.request, ...)."
         )
+    if isinstance(settlement, ModelResend):
+        return
     # what settle_model_result guarantees, checked again: a raw signal skips it
     if not settlement.messages_sent:
         raise SettlementMismatch("messages_sent must list the messages the model call sent.")
@@ -92,20 +143,6 @@ def outcome_problem(request: ToolEffectRequest, outcome: DefiniteOutcome) -> str
         if unknown:
             return f"{unknown} are not deferred tools of {request.definition!r}."
     return None
-
-
-def tightened(
-    definition: Definition, max_model_calls: int | None, capabilities: tuple[str, ...] | None
-) -> tuple[int | None, tuple[str, ...]]:
-    """The model-call budget and the grant of an Interaction: a parent's delegate setting
-    (`max_model_calls`, `capabilities`) only tightens the Definition's own."""
-    limit = definition.max_model_calls
-    if max_model_calls is not None:
-        limit = max_model_calls if limit is None else min(limit, max_model_calls)
-    granted = definition.capabilities
-    if capabilities is not None:
-        granted = granted & frozenset(capabilities)
-    return limit, tuple(sorted(granted))
 
 
 def response_problem(message: Message) -> str | None:

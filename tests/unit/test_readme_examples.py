@@ -1,5 +1,5 @@
-"""The README's "Write a tool and an agent" and "Test your agent" examples, and the example of
-docs/background-tools.md, run as written."""
+"""The README's "Write a tool and an agent" and "Test your agent" examples, and the examples of
+docs/background-tools.md and docs/sessions.md, run as written."""
 
 from __future__ import annotations
 
@@ -34,13 +34,13 @@ async def test_write_a_tool_and_test_it_with_local_runner_as_the_readme_shows() 
 
 
 async def test_the_session_example_runs_as_written() -> None:
-    code = "async def readme_session():\n" + textwrap.indent(
-        block_under("## Conversations"), "    "
+    code = "async def docs_session():\n" + textwrap.indent(
+        block_under("## In tests", "docs/sessions.md"), "    "
     )
     code += "    return session\n"
     namespace: dict[str, object] = {}
-    exec(compile(code, "README.md", "exec"), namespace)
-    session = await namespace["readme_session"]()  # type: ignore[operator]
+    exec(compile(code, "docs/sessions.md", "exec"), namespace)
+    session = await namespace["docs_session"]()  # type: ignore[operator]
     snap = await session.snapshot()
     assert [t.status for t in snap.turns] == ["completed", "completed"]
     assert snap.run_context == {"user": "ada", "session_id": "chat-42"}

@@ -25,7 +25,7 @@ from scope_temporal import (
     tool,
 )
 from scope_temporal.errors import CONTEXT_INVALID
-from scope_temporal.interaction.machine import InteractionMachine
+from scope_temporal.interaction import rules
 from scope_temporal.run_context import MAX_RUN_CONTEXT_BYTES, check_run_context
 from scope_temporal.testing import LocalRunner
 
@@ -139,8 +139,8 @@ async def test_a_context_that_is_not_a_small_json_object_is_refused(bad: Any) ->
 def test_a_raw_start_with_a_bad_context_is_refused_by_the_machine() -> None:
     definition = Definition("plain")
     with pytest.raises(InvalidRunContext):
-        InteractionMachine.start(
-            definition, "p", [Message.user("x")], run_context={"big": "x" * 20_000}
+        rules.initial_state(
+            definition, "p", [Message.user("x")], None, None, run_context={"big": "x" * 20_000}
         )
 
 
