@@ -36,7 +36,7 @@ from scope_temporal.chat import (
     ToolResult,
     Usage,
 )
-from scope_temporal.client import InteractionHandle, ScopeClient
+from scope_temporal.client import InteractionHandle, ScopeClient, SessionHandle
 from scope_temporal.converter import scope_data_converter
 from scope_temporal.definition import Definition, Delegate, ToolSet
 from scope_temporal.errors import (
@@ -63,6 +63,7 @@ from scope_temporal.errors import (
     UnknownDefinition,
 )
 from scope_temporal.ids import ToolCallRef
+from scope_temporal.interaction.session_values import SessionSnapshot, SessionTranscript
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
     ModelAttempt,
@@ -203,6 +204,9 @@ __all__ = [
     "ScopeWorker",
     "ScriptedModel",
     "SessionEnded",
+    "SessionHandle",
+    "SessionSnapshot",
+    "SessionTranscript",
     "SettlementMismatch",
     "SignalConflict",
     "StaleMessage",
