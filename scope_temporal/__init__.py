@@ -38,7 +38,8 @@ from scope_temporal.chat import (
 )
 from scope_temporal.client import InteractionHandle, ScopeClient, SessionHandle
 from scope_temporal.converter import scope_data_converter
-from scope_temporal.definition import Definition, Delegate, ToolSet
+from scope_temporal.definition import Definition, ToolSet
+from scope_temporal.delegates import Delegate
 from scope_temporal.errors import (
     ArtifactDecodeError,
     ConfigurationError,
@@ -48,6 +49,7 @@ from scope_temporal.errors import (
     InteractionFailed,
     InteractionNotFound,
     InvalidInputRequest,
+    InvalidOptions,
     InvalidRunContext,
     InvalidSignal,
     InvalidToolInput,
@@ -102,9 +104,12 @@ from scope_temporal.outputs import (
 from scope_temporal.settle import settle_model_result, settle_tool_result
 from scope_temporal.storage import DirectoryStorage
 from scope_temporal.tools import (
+    ConcurrencyClassifier,
     HostFailure,
     Middleware,
+    OutputMask,
     Tool,
+    ToolBudget,
     ToolFailure,
     ToolInvocation,
     ToolOutput,
@@ -150,6 +155,7 @@ __all__ = [
     "BackgroundTool",
     "CompletionCandidate",
     "CompletionDecision",
+    "ConcurrencyClassifier",
     "ConfigurationError",
     "Definition",
     "DefinitionError",
@@ -164,6 +170,7 @@ __all__ = [
     "InteractionHandle",
     "InteractionNotFound",
     "InvalidInputRequest",
+    "InvalidOptions",
     "InvalidRunContext",
     "InvalidSignal",
     "InvalidToolInput",
@@ -185,6 +192,7 @@ __all__ = [
     "OpenAIChatModel",
     "Options",
     "Output",
+    "OutputMask",
     "OutputMaterializer",
     "PendingToolInput",
     "ProcessSnapshot",
@@ -216,6 +224,7 @@ __all__ = [
     "TaskSnapshot",
     "TokenUsage",
     "Tool",
+    "ToolBudget",
     "ToolCall",
     "ToolCallRef",
     "ToolDefinition",

@@ -39,6 +39,7 @@ TOOL_CHILD_REJECTED = "interaction.tool_child.rejected"
 CONFIGURATION_INVALID = "interaction.configuration.invalid"
 ARTIFACT_INVALID = "interaction.artifact.invalid"
 CONTEXT_INVALID = "interaction.context.invalid"
+OPTIONS_INVALID = "interaction.options.invalid"
 # Sessions
 SESSION_ENDED = "interaction.session.ended"
 SESSION_MESSAGE_STALE = "interaction.session.message_stale"
@@ -52,6 +53,7 @@ TOOL_TIMEOUT = "tool.timeout"
 TOOL_WAIT_UNKNOWN = "tool.wait.unknown"
 TOOL_ANSWER_INVALID = "tool.answer.invalid"
 TOOL_APPROVAL_DENIED = "tool.approval.denied"
+TOOL_BUDGET_EXHAUSTED = "tool.budget.exhausted"
 # Background tasks
 TASK_LOST = "tool.background.lost"
 TASK_NOT_FOUND = "tool.background.not_found"
@@ -92,6 +94,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     CONTEXT_INVALID: "contract",
     SESSION_ENDED: "contract",
     SESSION_MESSAGE_STALE: "contract",
+    OPTIONS_INVALID: "contract",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
     TOOL_INPUT_INVALID: "contract",
@@ -102,6 +105,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_ANSWER_INVALID: "contract",
     # Denied by a person, the approver hook or the policy: the host's decision.
     TOOL_APPROVAL_DENIED: "host",
+    TOOL_BUDGET_EXHAUSTED: "quota",
     TASK_LOST: "external",
     TASK_NOT_FOUND: "contract",
     TASK_ENDED: "contract",
@@ -163,6 +167,12 @@ class ProtocolError(ScopeError):
     """An input the state machine does not accept in its current state; nothing changed."""
 
     default_code = PROTOCOL_INVALID
+
+
+class InvalidOptions(ScopeError, ValueError):
+    """Sampling options given at start that the model cannot take; nothing was started."""
+
+    default_code = OPTIONS_INVALID
 
 
 class InvalidSignal(ScopeError):
@@ -282,6 +292,7 @@ _REFUSALS: dict[str, type[ScopeError]] = {
     CONTEXT_INVALID: InvalidRunContext,
     SESSION_ENDED: SessionEnded,
     SESSION_MESSAGE_STALE: StaleMessage,
+    OPTIONS_INVALID: InvalidOptions,
 }
 
 

@@ -57,6 +57,8 @@ class InteractionInput(_Payload):
     base: BaseRef | None = None
     """A session's turn: the session transcript its context starts with, by reference
     (`messages` follow it; the turn's history never holds the transcript)."""
+    options: Options | None = None
+    """Sampling options for this Interaction's model calls, over the Definition's own."""
     approved_tools: tuple[str, ...] = ()
     """Tools approved for the session already (e.g. a session's earlier turn's
     `Output.approved_tools`): their calls need no approval unless the approver denies."""

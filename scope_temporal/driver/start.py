@@ -44,6 +44,7 @@ def open_machine(
             run_context=input.context,
             base=input.base,
         )
+        state.options = rules.options_for(definition, input.options)
         return InteractionMachine(definition, state)
     except ScopeError as error:
         return Failure.of(error.code, error.message)

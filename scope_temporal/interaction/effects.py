@@ -19,6 +19,7 @@ from scope_temporal.interaction.approvals import ApprovalGate
 from scope_temporal.models.not_called import NotCalled
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import Failure, Output
+from scope_temporal.tools.budget import ToolBudget
 from scope_temporal.tools.outcome import Failed, Rejected, Succeeded
 
 
@@ -80,6 +81,8 @@ class ToolEffectRequest(_Frozen):
     """Deferred tools of the Definition that this call may advertise."""
     context: dict[str, Any] = {}
     """The calling Interaction's run context (`ToolInvocation.context`)."""
+    budget: ToolBudget | None = None
+    """What this call may use, allocated by its Interaction's Definition (`tool_budget`)."""
 
 
 # --- effects -----------------------------------------------------------------------

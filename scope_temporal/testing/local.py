@@ -15,7 +15,7 @@ from typing import Any
 from scope_temporal import errors
 from scope_temporal.activities.model_call import ContextReducer
 from scope_temporal.background.task_tools import TASK_TOOLS
-from scope_temporal.chat import Message
+from scope_temporal.chat import Message, Options
 from scope_temporal.definition import Definition
 from scope_temporal.interaction.session_values import SessionSnapshot
 from scope_temporal.models.protocol import Model
@@ -127,11 +127,13 @@ class LocalRunner:
         id: str | None = None,
         context: Mapping[str, Any] | None = None,
         approved_tools: Sequence[str] = (),
+        options: Options | None = None,
     ) -> LocalRun:
         """Start an Interaction of `definition`; returns at once with its handle.
 
-        `context` is the run context and `approved_tools` the tools approved already, as
-        `ScopeClient.start`'s.
+        `context` is the run context; `approved_tools` and `options` as for
+        `ScopeClient.start` (InvalidOptions for options a model cannot take; nothing is
+        started).
 
         Raises:
             UnknownDefinition: no such Definition.
@@ -153,6 +155,7 @@ class LocalRunner:
                 messages=tuple(messages),
                 context=checked,
                 approved_tools=tuple(approved_tools),
+                options=options,
             ),
         )
         if isinstance(opened, Failure):
