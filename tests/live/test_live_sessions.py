@@ -27,6 +27,7 @@ from scope_temporal import (
     StaleMessage,
     current_tool_call,
     reply,
+    settle_model_result,
     tool,
 )
 from scope_temporal.activities.model_input import ModelRequestBuilder
@@ -249,3 +250,38 @@ async def test_approve_for_this_session_reaches_the_next_turn(
 
 async def _pending(turn: Any) -> list[Any]:
     return list((await turn.snapshot()).pending_tool_inputs)
+
+
+async def test_an_unknown_model_call_in_a_turn_is_settled_with_the_expanded_request(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    model = ScriptedModel([reply.text("one"), TimeoutError("connection reset"), reply.text("3")])
+    async with serving(
+        temporal_env, [DEFINITION], tools=[account, slow_lookup], models={"default": model}
+    ) as scope:
+        session = scope.session("talk", id=fresh_id("chat"))
+        await (await session.send("first", message_id="m1")).result()
+        turn = await session.send("second", message_id="m2")
+        snap = await eventually(turn.snapshot, lambda s: bool(s.unknown_effects))
+        [unknown] = snap.unknown_effects
+        request = unknown.request
+        assert request.kind == "model" and request.base is not None
+        assert [m.text for m in request.messages] == ["second"]  # the base is a reference
+        full = await session.expanded(request)
+        assert [m.text for m in full.messages] == ["Be brief.", "first", "one", "second"]
+        settled = settle_model_result(request, reply.text("two (from the log)"), full.messages)
+        await turn.resolve(unknown, settled)
+        assert (await turn.result()).text == "two (from the log)"
+        third = await session.send("third", message_id="m3")
+        assert (await third.result()).text == "3"
+        assert [len(r.messages) for r in model.requests] == [2, 4, 6]
+        transcript = await session.transcript()
+        assert [m.text for m in transcript.messages] == [
+            "Be brief.",
+            "first",
+            "one",
+            "second",
+            "two (from the log)",
+            "third",
+            "3",
+        ]
