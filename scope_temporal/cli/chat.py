@@ -50,7 +50,8 @@ def chat(definition: str, session_id: str | None, yes: bool, connection: Connect
       scope-temporal chat ops
       scope-temporal chat ops --session ops-session-1a2b3c
 
-    Exit code: 0 when you leave or end the session, 1 when it had ended already.
+    Exit code: 0 when you leave (/quit, Ctrl-D) or end the session, 130 on Ctrl-C, 1 when
+    the session had ended already.
     """
     return run_async(_chat(definition, session_id, yes, connection))
 
