@@ -8,6 +8,7 @@ from typing import TypeVar
 import click
 
 from scope_temporal.cli._connect import Connection, run_async, server_options
+from scope_temporal.errors import ConfigurationError
 
 T = TypeVar("T")
 
@@ -30,27 +31,55 @@ def listing_options(example: str) -> Callable[[Callable[..., T]], Callable[..., 
 
 @click.command("list", short_help="List recent Interactions and their status.")
 @listing_options("\"ExecutionStatus = 'Running'\" or \"ScopeDefinition = 'ops'\"")
-def list_command(limit: int, query: str | None, connection: Connection) -> int:
+@click.option(
+    "--needs-attention",
+    is_flag=True,
+    help="Only runs that wait for a person: an answer (waiting_input) or an unknown "
+    "outcome to resolve (unknown), anywhere in their tree.",
+)
+def list_command(
+    limit: int, query: str | None, needs_attention: bool, connection: Connection
+) -> int:
     """List the most recent root Interactions (newest first) with their status.
+
+    STATUS is Temporal's (running, completed, ...); NEEDS says what the run's ScopeStatus
+    search attribute holds for its whole tree: running, waiting_input, unknown, paused,
+    completed, failed or canceled (`-` where the attribute is not registered: run
+    `scope-temporal setup`).
 
     \b
     Examples:
       scope-temporal list
+      scope-temporal list --needs-attention
       scope-temporal list --query "ExecutionStatus = 'Running'"
     """
-    return run_async(_list(limit, query, connection))
+    return run_async(_list(limit, query, needs_attention, connection))
 
 
-async def _list(limit: int, query: str | None, connection: Connection) -> int:
+async def _list(
+    limit: int, query: str | None, needs_attention: bool, connection: Connection
+) -> int:
     scope = await connection.scope()
-    found = await scope.list(query=query, limit=limit)
+    try:
+        found = await scope.list(query=query, limit=limit, needs_attention=needs_attention)
+    except ConfigurationError as error:
+        raise click.ClickException(error.message) from None
     if not found:
-        click.echo('no interactions yet (start one: scope-temporal run ops "...")')
+        click.echo(
+            "no interaction needs a person"
+            if needs_attention
+            else 'no interactions yet (start one: scope-temporal run ops "...")'
+        )
         return 0
     echo_table(
-        ("ID", "STATUS", "STARTED"),
-        [(i.id, i.status, i.start_time[:19].replace("T", " ")) for i in found],
+        ("ID", "STATUS", "NEEDS", "STARTED"),
+        [
+            (i.id, i.status, i.scope_status or "-", i.start_time[:19].replace("T", " "))
+            for i in found
+        ],
     )
+    if needs_attention:
+        click.echo("see what each one needs: scope-temporal inspect ID")
     return 0
 
 

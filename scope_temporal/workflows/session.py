@@ -2,7 +2,7 @@
 
 A thin shell around `SessionDriver` (the same driver `LocalRunner` runs): it opens the
 machine (new, or from the state continue-as-new carried), reads each update's raw
-payload, and hands everything else to the driver with `TemporalTransport`. Its workflow
+payload, and hands everything else to the driver with `SessionTemporalTransport`. Its workflow
 id is the session id; each turn is a child `scope.Interaction` `<session id>/turn/<n>`.
 """
 
@@ -27,7 +27,7 @@ from scope_temporal.payloads import (
 from scope_temporal.run_context import check_run_context
 from scope_temporal.workflows import inputs, serving
 from scope_temporal.workflows.outcomes import failure_error, update_rejection
-from scope_temporal.workflows.temporal import TemporalTransport
+from scope_temporal.workflows.session_transport import SessionTemporalTransport
 
 
 # ScopeError: as for scope.Interaction, a deterministic framework error fails the workflow
@@ -53,7 +53,7 @@ class SessionWorkflow:
                 workflow.info().workflow_id, input.definition, context, input.approved_tools
             )
         self._driver = SessionDriver(
-            machine, TemporalTransport(), input, limit=served.payload_limit
+            machine, SessionTemporalTransport(), input, limit=served.payload_limit
         )
 
     @workflow.run

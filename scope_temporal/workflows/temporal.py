@@ -33,6 +33,7 @@ from scope_temporal.driver.transport import (
     OutcomeKind,
     Refused,
 )
+from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
@@ -51,7 +52,6 @@ from scope_temporal.payloads import (
     HeartbeatState,
     InteractionInput,
     ModelActivityInput,
-    SessionInput,
     TaskAttemptInput,
     TaskInput,
     ToolActivityInput,
@@ -85,6 +85,9 @@ def describe_activity_error(error: ActivityError) -> str:
             if kind == "HEARTBEAT"
             else " (the call hung or ran past its start-to-close timeout)"
             if kind == "START_TO_CLOSE"
+            else " (no worker of its task queue picked it up in time: it never started and "
+            "was not run elsewhere; start that pool, then settle the call)"
+            if kind == "SCHEDULE_TO_START"
             else ""
         )
         return f"activity timed out: {kind}{hint}"
@@ -129,6 +132,9 @@ def _lost(error: ActivityError) -> Lost:
 class TemporalTransport:
     """The transport of every scope-temporal workflow (see `driver.transport`)."""
 
+    def __init__(self) -> None:
+        self._sending: set[asyncio.Task[None]] = set()  # reports in flight (kept alive)
+
     # --- waiting and showing ---------------------------------------------------------
 
     async def wait_until(self, ready: Callable[[], bool]) -> None:
@@ -142,6 +148,12 @@ class TemporalTransport:
 
     def warn(self, message: str) -> None:
         workflow.logger.warning(message)
+
+    def report(self, process_id: str, report: AttentionReport) -> None:
+        # a task of its own, started now: its command follows the change it reports
+        sending = asyncio.create_task(self.signal(process_id, names.ATTENTION, report))
+        self._sending.add(sending)
+        sending.add_done_callback(self._sending.discard)
 
     def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
         workflow_counters.record_outcome(request, outcome)
@@ -174,7 +186,12 @@ class TemporalTransport:
         return outcome
 
     async def run_tool(
-        self, input: ToolActivityInput, *, start_to_close: timedelta, summary: str
+        self,
+        input: ToolActivityInput,
+        *,
+        start_to_close: timedelta,
+        summary: str,
+        task_queue: str | None = None,
     ) -> AttemptOutcome | Lost:
         outcome: AttemptOutcome | Lost = await _once(
             names.TOOL_ACTIVITY,
@@ -183,7 +200,10 @@ class TemporalTransport:
             start_to_close=start_to_close,
             heartbeat=input.heartbeat,
             summary=summary,
+            task_queue=task_queue,
         )
+        if isinstance(outcome, Lost) and task_queue is not None:
+            return Lost(f"{outcome.diagnostic} [task queue {task_queue!r}]")
         return outcome
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:
@@ -205,7 +225,7 @@ class TemporalTransport:
         return None
 
     async def run_tool_call(self, input: ToolCallInput, *, summary: str) -> CallSettled | ChildEnd:
-        return await _run_child(
+        return await run_child(
             names.TOOL_CALL_WORKFLOW,
             input,
             CallSettled,
@@ -216,25 +236,8 @@ class TemporalTransport:
     async def run_delegate(
         self, input: InteractionInput, *, process_id: str, summary: str
     ) -> Output | ChildEnd:
-        return await _run_child(
+        return await run_child(
             names.INTERACTION_WORKFLOW, input, Output, id=process_id, summary=summary
-        )
-
-    async def run_turn(
-        self,
-        input: InteractionInput,
-        *,
-        process_id: str,
-        summary: str,
-        started: Callable[[], None],
-    ) -> Output | ChildEnd:
-        return await _run_child(
-            names.INTERACTION_WORKFLOW,
-            input,
-            Output,
-            id=process_id,
-            summary=summary,
-            started=started,
         )
 
     async def signal(self, process_id: str, signal: str, payload: Any) -> None:
@@ -264,12 +267,6 @@ class TemporalTransport:
 
     async def continue_as_new(self, input: InteractionInput) -> NoReturn:
         await workflow.wait_condition(workflow.all_handlers_finished)
-        workflow.continue_as_new(input)
-
-    def handlers_finished(self) -> bool:
-        return workflow.all_handlers_finished()
-
-    async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
         workflow.continue_as_new(input)
 
     # --- background attempts ---------------------------------------------------------
@@ -329,14 +326,21 @@ async def _once(
     start_to_close: timedelta,
     heartbeat: timedelta | None,
     summary: str,
+    task_queue: str | None = None,
 ) -> Any:
-    """Run an activity once (never retried): its result, or `Lost` if it returned none."""
+    """Run an activity once (never retried): its result, or `Lost` if it returned none.
+
+    On another pool's `task_queue` it waits at most `start_to_close` to be picked up
+    (schedule-to-start): a pool that is down makes the call unknown, never run elsewhere.
+    """
     try:
         return await workflow.execute_activity(
             activity,
             input,
             result_type=result_type,
+            task_queue=task_queue,
             start_to_close_timeout=start_to_close,
+            schedule_to_start_timeout=None if task_queue is None else start_to_close,
             heartbeat_timeout=heartbeat,
             retry_policy=_ONCE,
             summary=summary,
@@ -345,7 +349,7 @@ async def _once(
         return _lost(error)
 
 
-async def _run_child(
+async def run_child(
     workflow_type: str,
     input: BaseModel,
     result_type: type[R],
@@ -386,4 +390,4 @@ def _retry(max_attempts: int) -> RetryPolicy:
     )
 
 
-__all__ = ["TemporalTransport", "child_end", "describe_activity_error"]
+__all__ = ["TemporalTransport", "child_end", "describe_activity_error", "run_child"]

@@ -21,6 +21,7 @@ def test_the_cli_has_every_command_of_the_issue() -> None:
         "resolve",
         "run",
         "sessions",
+        "setup",
         "steer",
         "worker",
     ]
