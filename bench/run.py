@@ -30,6 +30,9 @@ Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
 - events: the event stream (bench/events.py): the latency from a streamed piece leaving
   the model to a subscribed host (p50/p99, long poll and by query), and the history the
   streamed text and a subscriber add to the root per model call.
+- sessions: one session of 1,000 turns: history per run (bench/sessions.py).
+- idle: 10,000 idle sessions on one worker (`--idle N` for another size): memory, and the
+  next turn's latency p50/p99 (bench/sessions.py).
 
 The dev server runs with the settings of `scope_temporal.testing.devserver` (one
 task-queue partition, `history.transferProcessorMaxPollRPS=1000`).
@@ -65,6 +68,7 @@ from temporalio.worker import Worker
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package
 
 from bench import baselines, events, workload
+from bench import sessions as session_bench
 from scope_temporal import (
     Definition,
     ModelRequest,
@@ -473,10 +477,10 @@ async def long_run(env: WorkflowEnvironment, model_calls: int) -> None:
 # --- main -------------------------------------------------------------------------------
 
 
-ALL = ("overhead", "history", "concurrency", "throughput", "long", "events")
+ALL = ("overhead", "history", "concurrency", "throughput", "long", "events", "sessions", "idle")
 
 
-async def main(quick: bool, only: tuple[str, ...]) -> None:
+async def main(quick: bool, only: tuple[str, ...], idle: int | None = None) -> None:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli_path(),
         dev_server_extra_args=list(DEV_SERVER_ARGS),
@@ -499,6 +503,11 @@ async def main(quick: bool, only: tuple[str, ...]) -> None:
             await long_run(env, model_calls=100 if quick else 1000)
         if "events" in only:
             await events.events(env, runs=3 if quick else 10, tokens=150, rate=30.0, figure=figure)
+        if "sessions" in only:
+            await session_bench.sessions(env, turns=100 if quick else 1000, figure=figure)
+        if "idle" in only:
+            count = idle or (500 if quick else 10_000)
+            await session_bench.idle(env, count=count, sample=100, figure=figure)
     finally:
         await env.shutdown()
 
@@ -507,9 +516,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, under 3 minutes")
     parser.add_argument("--only", default=",".join(ALL), help=f"comma-separated: {','.join(ALL)}")
+    parser.add_argument("--idle", type=int, default=None, help="how many idle sessions")
     arguments = parser.parse_args()
     chosen = tuple(x for x in arguments.only.split(",") if x)
     unknown = sorted(set(chosen) - set(ALL))
     if unknown:
         parser.error(f"unknown benchmark(s) {unknown}; choose from {', '.join(ALL)}")
-    asyncio.run(main(arguments.quick, chosen))
+    asyncio.run(main(arguments.quick, chosen, arguments.idle))

@@ -36,7 +36,7 @@ from scope_temporal.chat import (
     ToolResult,
     Usage,
 )
-from scope_temporal.client import InteractionHandle, ScopeClient
+from scope_temporal.client import InteractionHandle, ScopeClient, SessionHandle
 from scope_temporal.converter import scope_data_converter
 from scope_temporal.definition import Definition, ToolSet
 from scope_temporal.delegates import Delegate
@@ -51,13 +51,16 @@ from scope_temporal.errors import (
     InteractionNotFound,
     InvalidInputRequest,
     InvalidOptions,
+    InvalidRunContext,
     InvalidSignal,
     InvalidToolInput,
     NoSuchWait,
     ProtocolError,
     ScopeError,
+    SessionEnded,
     SettlementMismatch,
     SignalConflict,
+    StaleMessage,
     TaskEnded,
     TaskNotFound,
     UnknownDefinition,
@@ -81,6 +84,7 @@ from scope_temporal.interaction.events import (
     WaitAnsweredEvent,
     WaitOpenedEvent,
 )
+from scope_temporal.interaction.session_values import SessionSnapshot, SessionTranscript
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
     ModelAttempt,
@@ -134,6 +138,7 @@ from scope_temporal.tools import (
     current_tool_call,
     inner,
     require_tool_input,
+    run_context,
     tool,
     tool_input_continuation,
 )
@@ -191,6 +196,7 @@ __all__ = [
     "InteractionNotFound",
     "InvalidInputRequest",
     "InvalidOptions",
+    "InvalidRunContext",
     "InvalidSignal",
     "InvalidToolInput",
     "LiveText",
@@ -232,8 +238,13 @@ __all__ = [
     "ScopeError",
     "ScopeWorker",
     "ScriptedModel",
+    "SessionEnded",
+    "SessionHandle",
+    "SessionSnapshot",
+    "SessionTranscript",
     "SettlementMismatch",
     "SignalConflict",
+    "StaleMessage",
     "SteerAppliedEvent",
     "TaskEnded",
     "TaskNotFound",
@@ -273,6 +284,7 @@ __all__ = [
     "reply",
     "require_tool_input",
     "retry_after_from_headers",
+    "run_context",
     "scope_data_converter",
     "settle_model_result",
     "settle_tool_result",

@@ -12,6 +12,13 @@ added, never by the whole conversation.
 The chain digest of messages m1..mk is d_k = sha256(d_{k-1} + json(m_k)), d_0 = "": each
 message is hashed once however long the conversation gets, and a digest pins the exact
 messages (and their order) before it.
+
+A session's turn goes one step further: its context starts with the session's transcript
+*by reference* (`BaseRef`: the session workflow's id, the transcript's length and chain
+digest), and the turn holds only the messages after it. Its refs count from the start of
+the whole context (base included) and its digests continue the base's chain, so one
+digest check covers both parts; a worker that misses them asks the session's
+`scope.context` for the base and the turn's for the rest.
 """
 
 from __future__ import annotations
@@ -37,6 +44,22 @@ class ContextRef(BaseModel):
 EMPTY_REF = ContextRef(count=0, digest="")
 
 
+class BaseRef(BaseModel):
+    """The first `count` messages of a turn's context: a session's transcript, held by
+    the workflow `workflow_id` (its `scope.context` query returns them)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workflow_id: str
+    count: int
+    digest: str
+    """Chain digest of those messages; "" for the empty transcript."""
+
+    @property
+    def ref(self) -> ContextRef:
+        return ContextRef(count=self.count, digest=self.digest)
+
+
 def chain_digest(previous: str, message: Message) -> str:
     """The chain digest after `message`, given the digest of everything before it."""
     return hashlib.sha256((previous + message.model_dump_json()).encode()).hexdigest()
@@ -48,9 +71,14 @@ class ContextChain:
     `sync` keeps the longest common prefix with the new list (compared by identity: the
     loop shares its immutable messages, so an unchanged message is the same object) and
     hashes only what follows it.
+
+    Args:
+        seed: what comes before the chain's own messages (a turn's base): its refs count
+            from the start of the whole context and its digests continue the seed's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, seed: ContextRef = EMPTY_REF) -> None:
+        self.seed = seed
         self._messages: list[Message] = []
         self._digests: list[str] = []
 
@@ -77,31 +105,42 @@ class ContextChain:
         del self._digests[count:]
 
     def extend(self, messages: Sequence[Message]) -> None:
-        digest = self._digests[-1] if self._digests else ""
+        digest = self._digests[-1] if self._digests else self.seed.digest
         for message in messages:
             digest = chain_digest(digest, message)
             self._messages.append(message)
             self._digests.append(digest)
 
     def ref(self, count: int) -> ContextRef:
-        """The reference to the first `count` messages (0 <= count <= len(self))."""
+        """The reference to the seed and the first `count` messages of the chain
+        (0 <= count <= len(self))."""
         if count == 0:
-            return EMPTY_REF
-        return ContextRef(count=count, digest=self._digests[count - 1])
+            return self.seed
+        return ContextRef(count=self.seed.count + count, digest=self._digests[count - 1])
 
     def holds(self, ref: ContextRef) -> bool:
-        """True if the first `ref.count` messages here are exactly the ones `ref` names."""
-        if ref.count == 0:
-            return True
-        return ref.count <= len(self._digests) and self._digests[ref.count - 1] == ref.digest
+        """True if the seed and the first `ref.count - seed.count` messages here are
+        exactly the ones `ref` names."""
+        own = ref.count - self.seed.count
+        if own == 0:
+            return ref.digest == self.seed.digest
+        return 0 < own <= len(self._digests) and self._digests[own - 1] == ref.digest
 
 
-def prefix_digest(messages: Sequence[Message]) -> str:
-    """The chain digest of `messages` (checks a prefix fetched from elsewhere)."""
-    digest = ""
+def prefix_digest(messages: Sequence[Message], start: str = "") -> str:
+    """The chain digest of `messages` (checks a prefix fetched from elsewhere), continuing
+    the chain digest `start` of whatever comes before them."""
+    digest = start
     for message in messages:
         digest = chain_digest(digest, message)
     return digest
 
 
-__all__ = ["EMPTY_REF", "ContextChain", "ContextRef", "chain_digest", "prefix_digest"]
+__all__ = [
+    "EMPTY_REF",
+    "BaseRef",
+    "ContextChain",
+    "ContextRef",
+    "chain_digest",
+    "prefix_digest",
+]

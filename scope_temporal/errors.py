@@ -41,7 +41,11 @@ ARTIFACT_INVALID = "interaction.artifact.invalid"
 # The event stream: an offset no longer retained, or not reached yet.
 EVENTS_OFFSET_TRUNCATED = "interaction.events.offset_truncated"
 EVENTS_OFFSET_AHEAD = "interaction.events.offset_ahead"
+CONTEXT_INVALID = "interaction.context.invalid"
 OPTIONS_INVALID = "interaction.options.invalid"
+# Sessions
+SESSION_ENDED = "interaction.session.ended"
+SESSION_MESSAGE_STALE = "interaction.session.message_stale"
 # Tools
 TOOL_NOT_FOUND = "tool.not_found"
 TOOL_NOT_AUTHORIZED = "tool.not_authorized"
@@ -92,6 +96,9 @@ CODE_KINDS: dict[str, FailureKind] = {
     ARTIFACT_INVALID: "contract",
     EVENTS_OFFSET_TRUNCATED: "contract",
     EVENTS_OFFSET_AHEAD: "contract",
+    CONTEXT_INVALID: "contract",
+    SESSION_ENDED: "contract",
+    SESSION_MESSAGE_STALE: "contract",
     OPTIONS_INVALID: "contract",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
@@ -203,6 +210,25 @@ class SettlementMismatch(InvalidSignal):
     default_code = SETTLEMENT_MISMATCH
 
 
+class InvalidRunContext(ScopeError, ValueError):
+    """A run context that is not a JSON object, or is over its size limit; nothing started
+    and nothing changed."""
+
+    default_code = CONTEXT_INVALID
+
+
+class SessionEnded(ScopeError):
+    """The session has ended; it takes no more messages (start a new session id)."""
+
+    default_code = SESSION_ENDED
+
+
+class StaleMessage(InvalidSignal):
+    """A message id an earlier turn of the session already took; nothing changed."""
+
+    default_code = SESSION_MESSAGE_STALE
+
+
 class UnknownDefinition(ScopeError):
     """No Definition with that name is registered on the worker."""
 
@@ -277,6 +303,9 @@ _REFUSALS: dict[str, type[ScopeError]] = {
     DEFINITION_UNKNOWN: UnknownDefinition,
     TASK_ENDED: TaskEnded,
     PAYLOAD_TOO_LARGE: InvalidSignal,
+    CONTEXT_INVALID: InvalidRunContext,
+    SESSION_ENDED: SessionEnded,
+    SESSION_MESSAGE_STALE: StaleMessage,
     OPTIONS_INVALID: InvalidOptions,
 }
 

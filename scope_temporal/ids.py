@@ -72,6 +72,11 @@ def delegate_process_id(parent_id: str, model_call_seq: int, call_index: int) ->
     return f"{parent_id}/delegate/{model_call_seq}/{call_index}"
 
 
+def turn_process_id(session_id: str, turn: int) -> str:
+    """Workflow id of a session's turn (an Interaction, child of the session)."""
+    return f"{session_id}/turn/{turn}"
+
+
 def model_effect_id(process_id: str, model_call_seq: int, retry: int = 0) -> str:
     """EffectID of one model call: `<process id>/model/<seq>`, and for its retries (a
     call that did not run, or a re-sent unknown one) `<process id>/model/<seq>/retry/<n>`."""

@@ -63,6 +63,20 @@ class Artifact(_Frozen):
             ) from None
 
 
+class TurnTranscript(_Frozen):
+    """What one turn of a session adds to the session's transcript."""
+
+    messages: tuple[Message, ...]
+    """The turn's messages after the session transcript it started from (its opening
+    messages, tool calls and results, steers, the final reply); or, if `replaced`, the
+    whole context."""
+    replaced: bool = False
+    """A context reducer (or a host settlement) replaced the context: `messages` is the new
+    transcript, not an addition to it."""
+    applied_signals: tuple[str, ...] = ()
+    """The steers (message ids) the turn took in."""
+
+
 class TokenUsage(_Frozen):
     """Tokens the model calls of an Interaction tree reported, per model.
 
@@ -129,6 +143,8 @@ class Output(_Frozen):
     artifacts: tuple[Artifact, ...] = ()
     data: Any = None
     """The final text parsed and validated against the Definition's output schema, if any."""
+    transcript: TurnTranscript | None = None
+    """A session's turn: what it adds to the session's transcript (None otherwise)."""
     approved_tools: tuple[str, ...] = ()
     """Tools approved for the session when it completed (pre-approved, or approved with
     `remember`): what a session passes to its next turn (see `ApprovalPolicy`)."""

@@ -12,10 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from scope_temporal.chat import Message, Options
-from scope_temporal.context_refs import ContextRef
+from scope_temporal.context_refs import BaseRef, ContextRef
 from scope_temporal.interaction.approvals import ApprovalGate
 from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
+from scope_temporal.interaction.session_values import SessionState
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.task_values import AttemptPlan
 from scope_temporal.interaction.tool_call import ToolAttempt
@@ -56,6 +57,12 @@ class InteractionInput(_Payload):
     """A tighter budget (a parent's Delegate setting)."""
     capabilities: tuple[str, ...] | None = None
     """A narrower grant (a parent's Delegate setting)."""
+    context: dict[str, Any] | None = None
+    """The run context (a JSON object of identities and ids; `scope_temporal.run_context`):
+    tools read it, delegates and background tasks inherit it, the model never sees it."""
+    base: BaseRef | None = None
+    """A session's turn: the session transcript its context starts with, by reference
+    (`messages` follow it; the turn's history never holds the transcript)."""
     options: Options | None = None
     """Sampling options for this Interaction's model calls, over the Definition's own."""
     approved_tools: tuple[str, ...] = ()
@@ -122,7 +129,9 @@ class ModelActivityInput(_Payload):
     The worker rebuilds the exact `ModelEffectRequest`: the messages are `prefix` (from its
     cache, or the workflow's `scope.context` query, checked against the digest) followed
     by `new_messages`; the tool manifest comes from the registered Definition (same
-    digest) and `advertised`. See `scope_temporal.context_refs`.
+    digest) and `advertised`. A session's turn also names its `base`: `prefix` then
+    counts from the start of the whole context, base included, and the base's messages
+    come from the session's `scope.context`. See `scope_temporal.context_refs`.
     """
 
     definition: str
@@ -141,6 +150,12 @@ class ModelActivityInput(_Payload):
     heartbeat: timedelta | None = None
     events_to: str | None = None
     """The workflow hosting the tree's event stream: the streamed text goes there."""
+    base: BaseRef | None = None
+
+    @property
+    def own_prefix(self) -> int:
+        """How many of the Interaction's own messages (after the base) `prefix` covers."""
+        return self.prefix.count - (self.base.count if self.base is not None else 0)
 
     @classmethod
     def of(
@@ -152,22 +167,29 @@ class ModelActivityInput(_Payload):
         heartbeat: timedelta | None,
         events_to: str | None = None,
     ) -> ModelActivityInput:
-        """The input for `request`, whose first `prefix.count` messages `prefix` names."""
+        """The input for `request`, whose context up to `prefix.count` `prefix` names
+        (for a turn: the base and its first own messages)."""
+        own = prefix.count - (request.base.count if request.base is not None else 0)
         return cls(
             **request.model_dump(include=_SHARED_WITH_REQUEST),
             advertised=advertised,
             prefix=prefix,
-            new_messages=request.messages[prefix.count :],
+            new_messages=request.messages[own:],
             heartbeat=heartbeat,
             events_to=events_to,
+            base=request.base,
         )
 
     def request(
         self, messages: tuple[Message, ...], tools: tuple[ToolDefinition, ...]
     ) -> ModelEffectRequest:
-        """The retained request again, given the whole context and the manifest."""
+        """The retained request again, given its messages (for a turn: those after the
+        base) and the manifest."""
         return ModelEffectRequest(
-            **self.model_dump(include=_SHARED_WITH_REQUEST), messages=messages, tools=tools
+            **self.model_dump(include=_SHARED_WITH_REQUEST),
+            messages=messages,
+            tools=tools,
+            base=self.base,
         )
 
 
@@ -182,6 +204,44 @@ _SHARED_WITH_REQUEST = {
     "context_reducer",
     "applied_signals",
 }
+
+
+class SessionInput(_Payload):
+    """Start (or continue-as-new) one `scope.Session` (its workflow id is the session id)."""
+
+    definition: str
+    """The Definition each turn runs."""
+    context: dict[str, Any] | None = None
+    """The session's run context (its turns get it, with `session_id` added)."""
+    approved_tools: tuple[str, ...] = ()
+    """Tools approved for the session from its start (each turn may remember more)."""
+    continue_as_new_every: int = 100
+    """Continue-as-new after this many turns in one run (or when Temporal suggests it);
+    the transcript and every record carry over."""
+    track_status: bool = False
+    """Turns upsert their ScopeStatus search attribute."""
+    state: SessionState | None = None
+    """Carried by continue-as-new."""
+
+
+class SessionSend(_Payload):
+    """Update `scope.session.send`: one message for the session."""
+
+    message_id: str
+    """Deduplicates: the same id and content again is a no-op returning the same receipt."""
+    messages: tuple[Message, ...]
+    """User messages."""
+    definition: str | None = None
+    """The Definition the sender expects the session to run (checked when given)."""
+    follows: int = 0
+    """The latest turn whose end the sender has seen: the message never steers it (it
+    waits for the session to take that turn's end, then opens the next turn)."""
+
+
+class SessionEndInput(_Payload):
+    """Update `scope.session.end`."""
+
+    reason: str = "ended by the host"
 
 
 class ContextPageRequest(_Payload):

@@ -48,6 +48,7 @@ from scope_temporal.versioning import pinned_deployment
 from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
 from scope_temporal.workflows.serving import RegistryInterceptor
+from scope_temporal.workflows.session import SessionWorkflow
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
 
 WorkerRole = Literal["all", "workflows", "activities"]
@@ -202,7 +203,12 @@ class ScopeWorker:
             served: dict[str, Any] = {"activities": remote}
         else:
             served = {
-                "workflows": [InteractionWorkflow, ToolCallWorkflow, BackgroundTaskWorkflow],
+                "workflows": [
+                    InteractionWorkflow,
+                    ToolCallWorkflow,
+                    BackgroundTaskWorkflow,
+                    SessionWorkflow,
+                ],
                 # the run's settings are recorded by a local activity: on workflow workers
                 "activities": [
                     *(remote if role == "all" else []),

@@ -28,8 +28,7 @@ from scope_temporal.activities.text_events import TextEvents
 from scope_temporal.activities.tool_attempt import attempt_once
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.chat import Message
-from scope_temporal.context_refs import ContextRef
-from scope_temporal.interaction.effects import ModelHostFailed
+from scope_temporal.interaction.effects import ModelHostFailed, ModelResponded
 from scope_temporal.interaction.events import TextEvent
 from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveTextBuffer
@@ -196,6 +195,8 @@ class ScopeActivities:
             live.close()
         if text is not None:  # the text goes before the outcome's own events
             await text.close()
+        if isinstance(outcome, ModelResponded) and outcome.messages_sent is None:
+            self.requests.remember_reply(input, outcome.response.message)
         return outcome
 
     @activity.defn(name=names.TOOL_ACTIVITY)
@@ -239,32 +240,34 @@ def _text_events(events_to: str | None, process_id: str, seq: int) -> TextEvents
 _QUERY_ATTEMPTS = 8
 
 
-async def _fetch_prefix(ref: ContextRef) -> list[Message]:
-    """The first `ref.count` messages of this activity's Interaction, by `scope.context`.
+async def _fetch_prefix(workflow_id: str, start: int, end: int) -> list[Message]:
+    """Messages [start, end) of a workflow's context by `scope.context`: this activity's
+    Interaction (the run that scheduled it), or a turn's session (its current run).
 
     Retried with backoff (about 25 s in all) while heartbeating: the workflow may be
     replaying on another worker. Raises ContextUnavailable if it never answers.
     """
     info = activity.info()
+    own = workflow_id == info.workflow_id
     handle = activity.client().get_workflow_handle(
-        info.workflow_id or "", run_id=info.workflow_run_id
+        workflow_id, run_id=info.workflow_run_id if own else None
     )
     messages: list[Message] = []
     delay = 0.2
     attempt = 0
-    while len(messages) < ref.count:
+    while start + len(messages) < end:
         try:
             page = await handle.query(
                 names.CONTEXT_QUERY,
-                ContextPageRequest(start=len(messages), end=ref.count),
+                ContextPageRequest(start=start + len(messages), end=end),
                 result_type=ContextPage,
             )
         except Exception as error:
             attempt += 1
             if attempt >= _QUERY_ATTEMPTS:
                 raise ContextUnavailable(
-                    f"The workflow did not return its first {ref.count} messages "
-                    f"({type(error).__name__}: {error}); the model was not called."
+                    f"The workflow {workflow_id!r} did not return its messages {start} to "
+                    f"{end} ({type(error).__name__}: {error}); the model was not called."
                 ) from error
             activity.heartbeat()
             await asyncio.sleep(delay)

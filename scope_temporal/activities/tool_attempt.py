@@ -42,6 +42,7 @@ def invocation_of(attempt: ToolAttempt) -> ToolInvocation:
         continuation_response=attempt.continuation_response,
         has_continuation=attempt.has_continuation,
         deferred_tools=request.deferred_tools,
+        context=request.context,
     )
 
 

@@ -29,6 +29,7 @@ from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.background.tool import BackgroundTool
 from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.payloads import HeartbeatState
+from scope_temporal.tools.context import task_context
 from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.outcome import ProgressSummary
 
@@ -74,7 +75,11 @@ async def run_attempt(
     summary = await _stored_summary(runtime, plan.task_id)
     arguments = tool.parse(json.loads(plan.arguments))
     try:
-        handle, summary = await _obtain(tool, plan, attempt, previous, runtime, arguments, summary)
+        # the run's own tasks, created in start/recover/resume, inherit the run context
+        with task_context(plan.context):
+            handle, summary = await _obtain(
+                tool, plan, attempt, previous, runtime, arguments, summary
+            )
     except ToolFailure as failure:
         if plan.mode == "resume" and previous is None:
             return AttemptReport(attempt=attempt, refused=failure.message, progress=summary)

@@ -82,6 +82,7 @@ async def run_foreground(tool: ForegroundTool, arguments_json: str) -> str | Bac
         arguments=tool.encode(arguments),
         mode="start",
         settings=settings,
+        context=invocation.context,
     )
     if explicit is True:
         return Backgrounded(launch=launch)

@@ -13,6 +13,7 @@ import click
 
 from scope_temporal.cli import _connect
 from scope_temporal.cli.answer import answer
+from scope_temporal.cli.chat import chat
 from scope_temporal.cli.demo import demo
 from scope_temporal.cli.dev import dev
 from scope_temporal.cli.inspect import inspect_command
@@ -20,6 +21,7 @@ from scope_temporal.cli.listing import list_command
 from scope_temporal.cli.replay_check import replay_check
 from scope_temporal.cli.resolve import resolve
 from scope_temporal.cli.run import run
+from scope_temporal.cli.sessions import sessions
 from scope_temporal.cli.setup import setup
 from scope_temporal.cli.steer import steer
 from scope_temporal.cli.worker import worker
@@ -47,9 +49,10 @@ def cli() -> None:
       scope-temporal dev               a local Temporal server with its UI
       scope-temporal worker            serve the agents (the reference app by default)
       scope-temporal run ops "..."     start an Interaction and follow it live
+      scope-temporal chat ops          chat in the terminal (a session, resumable by id)
     \b
-    Then drive and look at Interactions:
-      list, inspect, steer, answer, resolve
+    Then drive and look at Interactions and sessions:
+      list, inspect, steer, answer, resolve, sessions
     \b
     Before deploying a change:
       scope-temporal replay-check      replay recent runs against your current code
@@ -67,11 +70,13 @@ for command in (
     dev,
     worker,
     run,
+    chat,
     list_command,
     inspect_command,
     steer,
     answer,
     resolve,
+    sessions,
     replay_check,
     setup,
 ):

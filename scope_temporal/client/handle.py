@@ -51,7 +51,8 @@ class Sender(Protocol):
     def check_sendable(self, payload: BaseModel, what: str, error: type[ScopeError]) -> None: ...
 
 
-def _typed(error: BaseException) -> ScopeError:
+def typed_refusal(error: BaseException) -> ScopeError:
+    """The typed error for an update a workflow refused (its code names the class)."""
     cause = error.__cause__ or getattr(error, "cause", None)
     if isinstance(cause, ApplicationError) and cause.type:
         return errors.refusal(cause.type, cause.message)
@@ -73,7 +74,7 @@ class InteractionHandle:
         try:
             return await execute_update(self._workflow(process_id), update, payload)
         except WorkflowUpdateFailedError as error:
-            raise _typed(error) from error
+            raise typed_refusal(error) from error
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
                 raise errors.InteractionNotFound(
@@ -279,4 +280,4 @@ class InteractionHandle:
         return output
 
 
-__all__ = ["InteractionHandle", "Sender"]
+__all__ = ["InteractionHandle", "Sender", "typed_refusal"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -17,11 +17,13 @@ from temporalio.service import RPCError, RPCStatusCode
 from scope_temporal import errors, names
 from scope_temporal.chat import Message, Options, options_problem
 from scope_temporal.client.handle import InteractionHandle
+from scope_temporal.client.session import SessionHandle, SessionSummary
 from scope_temporal.converter import with_scope_converter
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.attention import NEEDS_A_PERSON
 from scope_temporal.payload_limits import SERVER_BLOB_LIMIT_BYTES, size_of, too_large
-from scope_temporal.payloads import InteractionInput
+from scope_temporal.payloads import InteractionInput, SessionInput
+from scope_temporal.run_context import check_run_context
 
 
 class InteractionSummary(BaseModel):
@@ -96,6 +98,7 @@ class ScopeClient:
         *,
         id: str | None = None,
         continue_as_new_every: int | None = None,
+        context: Mapping[str, Any] | None = None,
         approved_tools: Sequence[str] = (),
         options: Options | None = None,
     ) -> InteractionHandle:
@@ -109,6 +112,10 @@ class ScopeClient:
             continue_as_new_every: also continue-as-new after this many model calls per
                 run (Temporal's own suggestion always applies); the state, the steer
                 mailbox and every counter carry over, so the outcome is the same.
+            context: the run context, a JSON object of identities and ids (at most
+                16 KiB) its tools read (`current_tool_call().context`), its delegates and
+                background tasks inherit, and the model never sees. It is stored in
+                workflow history: never put secrets in it.
             approved_tools: tools approved for this run already (e.g. what an earlier
                 run's `Output.approved_tools` remembered): their calls need no approval
                 (the Definition's approver may still deny them). Stored in history.
@@ -117,6 +124,8 @@ class ScopeClient:
                 their own Definition's). Stored in history, not in the digest.
 
         Raises:
+            InvalidRunContext: `context` is not a JSON object, or is over 16 KiB (code
+                `interaction.context.invalid`); nothing was started.
             InteractionAlreadyStarted: a workflow with that id is running (code
                 `interaction.id.in_use`); nothing was started.
             InvalidOptions: `options` hold a value a model cannot take (code
@@ -132,6 +141,7 @@ class ScopeClient:
             raise errors.InvalidOptions(
                 f"Options for {definition!r}: {problem}; nothing was started."
             )
+        checked = check_run_context(context) if context is not None else None
         workflow_id = id or f"{definition}-{uuid.uuid4().hex[:12]}"
         track = await self._tracks_status()
         search_attributes = None
@@ -147,6 +157,7 @@ class ScopeClient:
             messages=tuple(messages),
             track_status=track,
             continue_as_new_every=continue_as_new_every,
+            context=checked,
             approved_tools=tuple(approved_tools),
             options=options,
         )
@@ -186,6 +197,65 @@ class ScopeClient:
                 too_large(what, size, SERVER_BLOB_LIMIT_BYTES, "Nothing was sent; send less."),
                 code=errors.PAYLOAD_TOO_LARGE,
             )
+
+    def session(
+        self,
+        definition: str,
+        *,
+        id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        approved_tools: Sequence[str] = (),
+        continue_as_new_every: int = 100,
+    ) -> SessionHandle:
+        """A session of `definition`: a conversation of turns, one Interaction each. No
+        call is made: the first `send` starts it (update-with-start), later ones reach it.
+
+        Args:
+            definition: the Definition each turn runs.
+            id: the session id (its workflow id; default `<definition>-session-<random>`).
+                Turns are `<id>/turn/<n>`.
+            context: the run context of every turn (as `start`'s), plus `session_id`.
+            approved_tools: tools approved for the session from its start. Approvals
+                answered with `remember` during a turn are kept by the session for its
+                later turns ("approve for this session").
+            continue_as_new_every: the session continues as new after this many turns (or
+                when Temporal suggests it), carrying its transcript.
+
+        Raises:
+            InvalidRunContext: `context` is not a JSON object within 16 KiB.
+        """
+        checked = check_run_context(context) if context is not None else None
+        start = SessionInput(
+            definition=definition,
+            context=checked,
+            approved_tools=tuple(approved_tools),
+            continue_as_new_every=continue_as_new_every,
+        )
+        return SessionHandle(self, id or f"{definition}-session-{uuid.uuid4().hex[:12]}", start)
+
+    def get_session(self, id: str) -> SessionHandle:
+        """A handle on an existing session to read or end it (no call is made); to send,
+        use `session(definition, id=id)`."""
+        return SessionHandle(self, id)
+
+    async def sessions(self, *, query: str | None = None, limit: int = 20) -> list[SessionSummary]:
+        """The most recent sessions (optionally filtered by a visibility query, e.g.
+        "ExecutionStatus = 'Running'")."""
+        base = f"WorkflowType = '{names.SESSION_WORKFLOW}'"
+        found: list[SessionSummary] = []
+        async for execution in self.client.list_workflows(
+            f"{base} AND ({query})" if query else base, limit=limit
+        ):
+            memo = await execution.memo()
+            found.append(
+                SessionSummary(
+                    id=execution.id,
+                    status=execution.status.name.lower() if execution.status else "unknown",
+                    start_time=execution.start_time.isoformat(),
+                    definition=memo.get("definition"),
+                )
+            )
+        return found
 
     def get_handle(self, id: str) -> InteractionHandle:
         """A handle on an existing Interaction (no call is made)."""

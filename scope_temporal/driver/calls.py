@@ -262,6 +262,7 @@ async def run_delegate(
                 capabilities=effect.capabilities,
                 track_status=track_status,
                 events_to=events_to,
+                context=effect.run_context or None,
                 report_to=report_to,
             ),
             process_id=effect.process_id,

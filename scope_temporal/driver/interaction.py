@@ -29,6 +29,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, assert_never
 
 from scope_temporal import errors, names
+from scope_temporal.context_refs import EMPTY_REF
 from scope_temporal.driver.attention import Teller, TreeStatus
 from scope_temporal.driver.calls import run_delegate, run_tool_call
 from scope_temporal.driver.carry import CarryCheck, carried
@@ -81,7 +82,8 @@ class InteractionDriver:
         self.machine = machine
         self._transport = transport
         self._input = input
-        self._models = ModelCaller(input.context_sent)
+        base = machine.base
+        self._models = ModelCaller(input.context_sent, base.ref if base is not None else EMPTY_REF)
         self._news = machine.news()
         self._events_to = input.events_to or machine.process_id
         self._settings = input.settings

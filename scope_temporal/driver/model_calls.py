@@ -7,14 +7,18 @@ says so. A call that succeeds costs one activity and nothing else. What crosses 
 the messages that are new since the previous call and a reference to the rest (see
 `scope_temporal.context_refs`), so history grows per round by what the round added. The
 worker rebuilds the exact request; on a cache miss it asks for the prefix (the
-`scope.context` query), which `page` answers. A call that returns no data is unknown.
+`scope.context` query), which `page` answers. A session's turn refers to its base (the
+session's transcript) the same way, and `page` answers only for the turn's own messages.
+A call that returns no data is unknown.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from scope_temporal import errors
 from scope_temporal.chat import Message
-from scope_temporal.context_refs import ContextChain
+from scope_temporal.context_refs import EMPTY_REF, ContextChain, ContextRef
 from scope_temporal.driver.inputs import oversized
 from scope_temporal.driver.transport import InteractionTransport, Lost
 from scope_temporal.interaction.effects import (
@@ -68,11 +72,12 @@ class ModelCaller:
     Args:
         context_sent: how many leading messages of the context the previous model call
             sent (carried by continue-as-new; 0 for a new Interaction).
+        seed: a turn's base, which its messages follow.
     """
 
-    def __init__(self, context_sent: int = 0) -> None:
+    def __init__(self, context_sent: int = 0, seed: ContextRef = EMPTY_REF) -> None:
         # the messages of the latest model call, with their chain digests
-        self._sent = ContextChain()
+        self._sent = ContextChain(seed)
         self._context_sent = context_sent
 
     @property
@@ -95,6 +100,10 @@ class ModelCaller:
             or the Interaction ended meanwhile).
         """
         request = effect.request
+        seed = request.base.ref if request.base is not None else EMPTY_REF
+        if seed != self._sent.seed:  # a turn's first call, or its base was replaced
+            self._sent = ContextChain(seed)
+            self._context_sent = 0
         kept = self._sent.sync(request.messages)
         prefix = self._sent.ref(min(kept, self._context_sent))
         self._context_sent = len(request.messages)
@@ -147,15 +156,21 @@ class ModelCaller:
             machine.retry_due(effect.effect_id)
 
     def page(self, query: ContextPageRequest) -> ContextPage:
-        """Messages [start, end) of the latest model call, at most about `max_bytes`."""
-        page: list[Message] = []
-        size = 0
-        for message in self._sent.messages[query.start : query.end]:
-            if page and size >= query.max_bytes:
-                break
-            page.append(message)
-            size += len(message.model_dump_json())
-        return ContextPage(messages=tuple(page), end=query.start + len(page))
+        """Messages [start, end) of the latest model call, at most about `max_bytes` (for a
+        turn: counted after its base, which the session answers for)."""
+        return context_page(self._sent.messages, query)
+
+
+def context_page(messages: Sequence[Message], query: ContextPageRequest) -> ContextPage:
+    """Messages [start, end) of `messages`, at most about `max_bytes` (at least one)."""
+    page: list[Message] = []
+    size = 0
+    for message in messages[query.start : query.end]:
+        if page and size >= query.max_bytes:
+            break
+        page.append(message)
+        size += len(message.model_dump_json())
+    return ContextPage(messages=tuple(page), end=query.start + len(page))
 
 
 def retry_number(request: ModelEffectRequest) -> int:
@@ -164,4 +179,11 @@ def retry_number(request: ModelEffectRequest) -> int:
     return int(number) if marker and number.isdigit() else 0
 
 
-__all__ = ["ModelCaller", "details_line", "model_summary", "retry_number", "retry_summary"]
+__all__ = [
+    "ModelCaller",
+    "context_page",
+    "details_line",
+    "model_summary",
+    "retry_number",
+    "retry_summary",
+]

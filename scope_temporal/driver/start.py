@@ -11,6 +11,7 @@ from __future__ import annotations
 from scope_temporal import errors
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ScopeError
+from scope_temporal.interaction import rules
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.outputs import Failure
 from scope_temporal.payloads import InteractionInput, RunSettings
@@ -33,15 +34,18 @@ def open_machine(
     try:
         if input.state is not None:
             return InteractionMachine(definition, input.state)
-        return InteractionMachine.start(
+        state = rules.initial_state(
             definition,
             process_id,
-            list(input.messages),
-            max_model_calls=input.max_model_calls,
-            capabilities=input.capabilities,
-            approved_tools=input.approved_tools,
-            options=input.options,
+            input.messages,
+            input.max_model_calls,
+            input.capabilities,
+            input.approved_tools,
+            run_context=input.context,
+            base=input.base,
         )
+        state.options = rules.options_for(definition, input.options)
+        return InteractionMachine(definition, state)
     except ScopeError as error:
         return Failure.of(error.code, error.message)
 

@@ -39,6 +39,7 @@ from scope_temporal.outputs import Failure, Output, TokenUsage
 from scope_temporal.payloads import (
     InteractionInput,
     ModelActivityInput,
+    SessionInput,
     TaskAttemptInput,
     TaskInput,
     ToolActivityInput,
@@ -207,6 +208,41 @@ class InteractionTransport(ToolCallTransport, Protocol):
         ...
 
 
+class SessionTransport(Host, Protocol):
+    """What a session needs: its turns (child Interactions), one at a time."""
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run `work` concurrently with the session's loop."""
+        ...
+
+    async def run_turn(
+        self,
+        input: InteractionInput,
+        *,
+        process_id: str,
+        summary: str,
+        started: Callable[[], None],
+    ) -> Output | ChildEnd:
+        """Run a turn (a child Interaction) to its Output; `started()` once it runs (the
+        host's send returns then, so the turn's handle finds it)."""
+        ...
+
+    async def signal(self, process_id: str, signal: str, payload: Any) -> None:
+        """Deliver a signal to the running turn (dropped if it ended meanwhile)."""
+        ...
+
+    def continue_as_new_suggested(self) -> bool: ...
+
+    def handlers_finished(self) -> bool:
+        """No host input (an update) is being handled: the run may end now."""
+        ...
+
+    async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
+        """End this run now and continue in a new one from `input`; the caller made sure
+        handlers finished (it computes `input` after, so nothing taken is left behind)."""
+        ...
+
+
 class AttemptRun(Protocol):
     """A background attempt in flight."""
 
@@ -238,6 +274,7 @@ __all__ = [
     "InteractionTransport",
     "Lost",
     "Refused",
+    "SessionTransport",
     "TaskTransport",
     "ToolCallTransport",
 ]

@@ -8,12 +8,13 @@ and settle it from exactly what was asked (`settle_model_result`, `settle_tool_r
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, Response, ToolCall
+from scope_temporal.context_refs import BaseRef
 from scope_temporal.interaction.approvals import ApprovalGate
 from scope_temporal.models.not_called import NotCalled
 from scope_temporal.models.protocol import ToolDefinition
@@ -41,11 +42,21 @@ class ModelEffectRequest(_Frozen):
     model: str
     """Name of the model registered on the worker."""
     messages: tuple[Message, ...]
-    """The working context (after steers were applied), before any context reducer."""
+    """The working context (after steers were applied), before any context reducer; for a
+    session's turn, the part after `base`."""
     tools: tuple[ToolDefinition, ...]
     options: Options
     context_reducer: str | None = None
     applied_signals: tuple[str, ...] = ()
+    base: BaseRef | None = None
+    """A session's turn: the session transcript the context starts with, by reference (the
+    model was sent the base's messages, then `messages`)."""
+
+    def expanded(self, base: tuple[Message, ...]) -> ModelEffectRequest:
+        """The request with its base's messages in place (`base` holds exactly them)."""
+        if self.base is None:
+            return self
+        return self.model_copy(update={"messages": (*base, *self.messages), "base": None})
 
 
 class ToolEffectRequest(_Frozen):
@@ -68,6 +79,8 @@ class ToolEffectRequest(_Frozen):
     """Permissions the calling Process holds."""
     deferred_tools: tuple[str, ...] = ()
     """Deferred tools of the Definition that this call may advertise."""
+    context: dict[str, Any] = {}
+    """The calling Interaction's run context (`ToolInvocation.context`)."""
     budget: ToolBudget | None = None
     """What this call may use, allocated by its Interaction's Definition (`tool_budget`)."""
 
@@ -105,6 +118,8 @@ class StartDelegate(_Frozen):
     messages: tuple[Message, ...]
     max_model_calls: int | None
     capabilities: tuple[str, ...]
+    run_context: dict[str, Any] = {}
+    """The parent's run context, which the delegate inherits."""
 
 
 class WaitRetry(_Frozen):

@@ -203,8 +203,8 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         choice to send the request again (a new Effect; the unknown one is superseded)."""
         self.check_resolution(settlement)
         match settlement:
-            case ModelSettlement(response=response, messages_sent=sent):
-                self._apply("resolve", lambda s: self._admit(s, response, sent))
+            case ModelSettlement(request=r, response=resp, messages_sent=sent):  # base kept
+                self._apply("resolve", lambda s: self._admit(s, resp, rules.replacement(r, sent)))
             case ModelResend():
                 self._apply("resolve", retries.resend)
             case _:
@@ -316,7 +316,7 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         """Take a model response (reported, or settled by the host) into the state."""
         seq = s.model.request.model_call_seq if s.model is not None else 0
         if messages_sent is not None:
-            s.context = list(messages_sent)
+            s.context, s.base = list(messages_sent), None  # the replacement is the whole context
         if s.model is not None:
             s.usage = s.usage.add(s.model.request.model, response.usage)
         s.model = None

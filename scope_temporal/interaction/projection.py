@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from scope_temporal.context_refs import BaseRef
 from scope_temporal.definition import Definition
 from scope_temporal.ids import task_id, tool_call_ref
 from scope_temporal.interaction.news import InteractionNews
@@ -14,7 +15,7 @@ from scope_temporal.interaction.snapshot import (
     UnknownEffect,
 )
 from scope_temporal.interaction.state import TERMINAL_PHASES, InteractionState, SteerEnvelope
-from scope_temporal.outputs import Failure, Output, TokenUsage
+from scope_temporal.outputs import Failure, Output, TokenUsage, TurnTranscript
 
 
 def _status(s: InteractionState) -> Status:
@@ -64,6 +65,15 @@ def _queued_message_bytes(s: InteractionState) -> int:
     return sum(len(m.model_dump_json()) for m in messages)
 
 
+def turn_transcript(s: InteractionState) -> TurnTranscript:
+    """What a session's turn adds to the session's transcript."""
+    return TurnTranscript(
+        messages=tuple(s.context),
+        replaced=s.base is None,
+        applied_signals=tuple(s.applied_signals),
+    )
+
+
 def interaction_snapshot(s: InteractionState) -> ProcessSnapshot:
     """The snapshot of one Interaction (its children report their own)."""
     unknown: tuple[UnknownEffect, ...] = ()
@@ -86,6 +96,7 @@ def interaction_snapshot(s: InteractionState) -> ProcessSnapshot:
         status=_status(s),
         model_calls=s.model_calls,
         context=tuple(s.context),
+        run_context=s.run_context,
         settled_results=tuple(s.rounds),
         unknown_effects=unknown,
         active_delegates=tuple(
@@ -124,6 +135,11 @@ class InteractionView:
         return self._state.model_copy(deep=True)
 
     @property
+    def base(self) -> BaseRef | None:
+        """A session's turn: the transcript its context starts with, by reference."""
+        return self._state.base
+
+    @property
     def process_id(self) -> str:
         return self._state.process_id
 
@@ -157,7 +173,11 @@ class InteractionView:
 
     @property
     def output(self) -> Output | None:
-        return self._state.output
+        """The Output; a session's turn's carries what it adds to the session's transcript."""
+        s = self._state
+        if s.output is None or s.turn_of is None:
+            return s.output
+        return s.output.model_copy(update={"transcript": turn_transcript(s)})
 
     @property
     def failure(self) -> Failure | None:
@@ -232,4 +252,4 @@ class InteractionView:
         return interaction_snapshot(self._state)
 
 
-__all__ = ["InteractionView", "interaction_snapshot"]
+__all__ = ["InteractionView", "interaction_snapshot", "turn_transcript"]

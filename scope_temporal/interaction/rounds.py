@@ -171,6 +171,7 @@ def _tool_effect(
             call=slot.call,
             granted=s.granted,
             deferred_tools=tuple(t.name for t in definition.tools.deferred),
+            context=s.run_context,
             budget=definition.tool_budget,
         ),
     )
@@ -200,6 +201,7 @@ def _delegate_effect(
         messages=(Message.user(text),),
         max_model_calls=_allocated(delegate.max_model_calls, s),
         capabilities=tuple(sorted(granted)),
+        run_context=s.run_context,
     )
 
 

@@ -7,19 +7,27 @@ Each function reads the Definition and (part of) the state and changes nothing;
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, ToolCall, ToolResult, options_problem
+from scope_temporal.context_refs import BaseRef, prefix_digest
 from scope_temporal.definition import Definition
 from scope_temporal.errors import InvalidOptions, InvalidSignal, SettlementMismatch
 from scope_temporal.ids import tool_call_ref
-from scope_temporal.interaction.effects import ModelResend, ModelSettlement, ToolEffectRequest
+from scope_temporal.interaction.effects import (
+    ModelEffectRequest,
+    ModelResend,
+    ModelSettlement,
+    ToolEffectRequest,
+)
 from scope_temporal.interaction.hooks import call_hook
 from scope_temporal.interaction.snapshot import ResultEntry
 from scope_temporal.interaction.state import CallSlot, InteractionState
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
+from scope_temporal.run_context import check_run_context
 from scope_temporal.tools.outcome import DefiniteOutcome, Succeeded
 from scope_temporal.tools.spec import ToolSpec
 from scope_temporal.tools.validation import validate_value
@@ -32,12 +40,19 @@ def initial_state(
     max_model_calls: int | None,
     capabilities: tuple[str, ...] | None,
     approved_tools: tuple[str, ...] = (),
+    *,
+    run_context: Mapping[str, Any] | None = None,
+    base: BaseRef | None = None,
 ) -> InteractionState:
     """A new Interaction's state; a parent's delegate budget and grant only tighten the
     Definition's own; `approved_tools` the Definition does not bind are ignored.
+    `run_context` is what its tools read. `base` makes it a session's turn: its context
+    is that transcript (by reference), then `messages` (instructions open only the first
+    turn's, whose base is empty).
 
     Raises:
         InvalidSignal: no messages.
+        InvalidRunContext: `run_context` is not a JSON object within its size limit.
     """
     if not messages:
         raise InvalidSignal("An Interaction needs at least one message to start.")
@@ -47,7 +62,8 @@ def initial_state(
     granted = definition.capabilities
     if capabilities is not None:
         granted = granted & frozenset(capabilities)
-    context = [Message.system(definition.instructions)] if definition.instructions else []
+    instructions = definition.instructions if base is None or base.count == 0 else None
+    context = [Message.system(instructions)] if instructions else []
     return InteractionState(
         process_id=process_id,
         definition=definition.name,
@@ -55,6 +71,9 @@ def initial_state(
         context=[*context, *messages],
         max_model_calls=limit,
         granted=tuple(sorted(granted)),
+        run_context=check_run_context(run_context) if run_context is not None else {},
+        base=base,
+        turn_of=base.workflow_id if base is not None else None,
         approved_tools=sorted(set(approved_tools) & set(definition.tools.names)),
     )
 
@@ -102,6 +121,22 @@ def check_resolution(s: InteractionState, settlement: ModelSettlement | ModelRes
             f"The settlement's response cannot be admitted: {problem} Settle with the "
             "response the model gave, or cancel the Interaction."
         )
+
+
+def replacement(
+    request: ModelEffectRequest, messages_sent: tuple[Message, ...]
+) -> tuple[Message, ...] | None:
+    """The context a host's settlement puts in place: `messages_sent`, or None when they
+    are exactly a turn's base (by its digest) then the request's own messages, i.e. the
+    call sent the context unreduced and the base stays a reference."""
+    base = request.base
+    if base is None or len(messages_sent) != base.count + len(request.messages):
+        return messages_sent
+    if messages_sent[base.count :] != request.messages:
+        return messages_sent
+    if prefix_digest(messages_sent[: base.count]) != base.digest:
+        return messages_sent
+    return None
 
 
 def outcome_problem(request: ToolEffectRequest, outcome: DefiniteOutcome) -> str | None:

@@ -202,6 +202,8 @@ class ProcessSnapshot(_Frozen):
     """For an Interaction: the background tasks its calls launched, in launch order."""
     task: TaskSnapshot | None = None
     """For a background task: its state."""
+    run_context: dict[str, Any] = {}
+    """For an Interaction: its run context (what its tools read)."""
     scope_status: ScopeStatus | None = None
     """Its status for people (`interaction.attention`): for an Interaction, of its whole
     tree as its children reported it (what its `ScopeStatus` search attribute holds);

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, ToolCall, ToolResult
+from scope_temporal.context_refs import BaseRef
 from scope_temporal.interaction.effects import ModelEffectRequest
 from scope_temporal.interaction.snapshot import ModelAttempt, RejectedSignal, RoundResults
 from scope_temporal.outputs import Artifact, Failure, Output, TokenUsage
@@ -130,6 +131,13 @@ class InteractionState(_State):
     artifacts: list[Artifact] = []
     output: Output | None = None
     failure: Failure | None = None
+    run_context: dict[str, Any] = {}
+    """What the Interaction acts for (`scope_temporal.run_context`); never model-visible."""
+    base: BaseRef | None = None
+    """A session's turn: the transcript its context starts with, by reference; `context`
+    holds what follows. Dropped when a reducer (or the host) replaces the context."""
+    turn_of: str | None = None
+    """A session's turn: the session's workflow id (its Output carries the transcript)."""
     usage: TokenUsage = TokenUsage()
     """Tokens of the model calls, and of the delegates that ended."""
     model_attempts: list[ModelAttempt] = []

@@ -44,6 +44,8 @@ class AttemptPlan(_Value):
     """`resume`: the validated answer."""
     queue: str | None = None
     """`adopt`: the task queue of the worker holding the live run."""
+    context: dict[str, Any] = {}
+    """The task's inherited run context (what `run_context()` returns in the attempt)."""
 
 
 class AttemptReport(_Value):

@@ -23,7 +23,10 @@ from typing import Any, NoReturn, Protocol
 from scope_temporal import errors, names
 from scope_temporal.activities.model_call import ContextReducer, model_once
 from scope_temporal.activities.tool_attempt import attempt_once
+from scope_temporal.chat import Message
+from scope_temporal.context_refs import BaseRef, prefix_digest
 from scope_temporal.driver.interaction import InteractionDriver
+from scope_temporal.driver.session import SessionDriver
 from scope_temporal.driver.start import open_machine, settings_of
 from scope_temporal.driver.tool_call import ToolCallDriver
 from scope_temporal.driver.transport import ChildEnd, EffectRequest, Ended, Lost, OutcomeKind
@@ -95,11 +98,12 @@ class _ContinueAsNew(Exception):
 class LocalEngine:
     """The processes of one local run, and the tasks they run as."""
 
-    def __init__(self, runner: LocalWorker, root_id: str) -> None:
+    def __init__(self, runner: LocalWorker) -> None:
         self.runner = runner
         self.processes: dict[str, Process] = {}
+        self.sessions: dict[str, SessionDriver] = {}  # by session id: turns' bases
         self.live: dict[str, LiveText] = {}  # streamed text of model calls in flight
-        self.log = EventLog(root_id)
+        self.logs: dict[str, EventLog] = {}  # by root Interaction: each tree's events
         self.transport = LocalTransport(self)
         self.tasks = LocalTasks(runner.tools, self.spawn, self.transport)
         self.idle = asyncio.Event()
@@ -182,6 +186,18 @@ class LocalEngine:
         self.processes[process_id] = driver
         return driver
 
+    def log(self, root_id: str) -> EventLog:
+        """The events of the tree rooted at `root_id` (a run, or a session's turn)."""
+        return self.logs.setdefault(root_id, EventLog(root_id))
+
+    def publish(self, events: Sequence[Event]) -> None:
+        """Each event into the log of the tree its process belongs to."""
+        for event in events:
+            pid = event.process_id
+            roots = [r for r in self.logs if pid == r or pid.startswith(f"{r}/")]
+            if roots:
+                self.logs[max(roots, key=len)].publish([event])
+
     async def run_interaction(self, driver: InteractionDriver) -> Output | Failure:
         """Run an Interaction to its end, through each continue-as-new."""
         while True:
@@ -192,6 +208,18 @@ class LocalEngine:
                 if isinstance(opened, Failure):
                     return opened
                 driver = opened
+
+    def base_messages(self, base: BaseRef) -> tuple[Message, ...] | None:
+        """A turn's base from its session (in this process), if it holds exactly it."""
+        session = self.sessions.get(base.workflow_id)
+        if session is None:
+            return None
+        transcript = session.machine.transcript
+        messages = tuple(transcript[: base.count])
+        if len(messages) != base.count:
+            return None
+        whole = base.count == len(transcript) and session.machine.digest == base.digest
+        return messages if whole or prefix_digest(messages) == base.digest else None
 
     def deliver(self, process_id: str, signal: str, payload: Any) -> None:
         """A signal, at once, to a process or a background task (dropped if none)."""
@@ -237,7 +265,7 @@ class LocalTransport:
         _log.warning(message)
 
     def publish(self, events: Sequence[Event]) -> None:
-        self._engine.log.publish(events)
+        self._engine.publish(events)
 
     async def flush_events(self) -> None:
         """Published events are in the log at once."""
@@ -263,6 +291,14 @@ class LocalTransport:
         summary: str,
     ) -> ModelOutcome | Lost:
         runner, live = self._engine.runner, self._engine.live
+        if request.base is not None:
+            base = self._engine.base_messages(request.base)
+            if base is None:
+                return Lost(
+                    f"The session transcript {request.base.workflow_id!r} does not match the "
+                    "turn's base; the model was not called."
+                )
+            request = request.expanded(base)
         streamed = LiveTextBuffer(request.process_id, request.model_call_seq)
 
         def publish(text: str) -> None:

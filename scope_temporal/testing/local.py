@@ -9,8 +9,7 @@ every rule of the loop behave as on Temporal, and users' agent tests run in mill
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from scope_temporal import errors
@@ -18,30 +17,18 @@ from scope_temporal.activities.model_call import ContextReducer
 from scope_temporal.background.task_tools import TASK_TOOLS
 from scope_temporal.chat import Message, Options
 from scope_temporal.definition import Definition
-from scope_temporal.driver.interaction import InteractionDriver
-from scope_temporal.errors import InteractionCanceled, InteractionFailed
-from scope_temporal.interaction.effects import ModelResend, ModelSettlement, ToolSettlement
-from scope_temporal.interaction.events import Event
-from scope_temporal.interaction.snapshot import (
-    PendingToolInput,
-    ProcessSnapshot,
-    TaskSnapshot,
-    TreeSnapshot,
-    UnknownEffect,
-)
+from scope_temporal.interaction.session_values import SessionSnapshot
 from scope_temporal.models.protocol import Model
-from scope_temporal.models.streaming import LiveText
 from scope_temporal.observers import ObserverHub
-from scope_temporal.outputs import Failure, Output
+from scope_temporal.outputs import Failure
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
-from scope_temporal.payloads import InteractionInput, ResolveInput, SteerInput, ToolInputAnswer
+from scope_temporal.payloads import InteractionInput, SessionInput
 from scope_temporal.registry import Registry
-from scope_temporal.settle import resend_model_call
-from scope_temporal.testing.engine import LocalEngine
+from scope_temporal.run_context import check_run_context
+from scope_temporal.testing.local_run import LocalRun
+from scope_temporal.testing.local_session import LocalSession
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
-
-_CANCEL_GRACE_SECONDS = 5.0
 
 
 class LocalRunner:
@@ -80,6 +67,52 @@ class LocalRunner:
         self.observers = ObserverHub(list(observers))
         self.middleware = tuple(middleware)
         self._runs = 0
+        self._sessions: dict[str, LocalSession] = {}
+
+    def session(
+        self,
+        definition: str,
+        *,
+        id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        approved_tools: Sequence[str] = (),
+        continue_as_new_every: int = 100,
+    ) -> LocalSession:
+        """A session of `definition` (the same one again for a known id), as
+        `ScopeClient.session`: its first `send` starts it.
+
+        Raises:
+            UnknownDefinition: no such Definition.
+            InvalidRunContext: `context` is not a JSON object within 16 KiB.
+            InvalidSignal: that id is a session of another Definition.
+        """
+        checked = check_run_context(context) if context is not None else None
+        if self.registry.lookup(definition) is None:
+            raise errors.UnknownDefinition(
+                f"No Definition named {definition!r} (known: {self.registry.names})."
+            )
+        session_id = id or f"{definition}-session-{len(self._sessions) + 1}"
+        known = self._sessions.get(session_id)
+        if known is not None:
+            if known.definition != definition:
+                raise errors.InvalidSignal(
+                    f"Session {session_id!r} runs Definition {known.definition!r}, not "
+                    f"{definition!r}. Use another session id."
+                )
+            return known
+        start = SessionInput(
+            definition=definition,
+            context=checked,
+            approved_tools=tuple(approved_tools),
+            continue_as_new_every=continue_as_new_every,
+        )
+        session = LocalSession(self, session_id, start)
+        self._sessions[session_id] = session
+        return session
+
+    async def sessions(self) -> list[SessionSnapshot]:
+        """Every session of this runner, oldest first."""
+        return [await s.snapshot() for s in self._sessions.values()]
 
     @property
     def definitions(self) -> dict[str, Definition]:
@@ -89,15 +122,26 @@ class LocalRunner:
     async def start(
         self,
         definition: str,
-        messages: Sequence[Message],
+        messages: Sequence[Message] | str,
         *,
         id: str | None = None,
+        context: Mapping[str, Any] | None = None,
         approved_tools: Sequence[str] = (),
         options: Options | None = None,
     ) -> LocalRun:
         """Start an Interaction of `definition`; returns at once with its handle.
-        `approved_tools` and `options` as for `ScopeClient.start` (InvalidOptions for
-        options a model cannot take; nothing is started)."""
+
+        `context` is the run context; `approved_tools` and `options` as for
+        `ScopeClient.start` (InvalidOptions for options a model cannot take; nothing is
+        started).
+
+        Raises:
+            UnknownDefinition: no such Definition.
+            InvalidRunContext: `context` is not a JSON object within 16 KiB.
+        """
+        if isinstance(messages, str):
+            messages = [Message.user(messages)]
+        checked = check_run_context(context) if context is not None else None
         if self.registry.lookup(definition) is None:
             raise errors.UnknownDefinition(
                 f"No Definition named {definition!r} (known: {self.registry.names})."
@@ -109,6 +153,7 @@ class LocalRunner:
             InteractionInput(
                 definition=definition,
                 messages=tuple(messages),
+                context=checked,
                 approved_tools=tuple(approved_tools),
                 options=options,
             ),
@@ -117,137 +162,6 @@ class LocalRunner:
             raise errors.refusal(opened.code, opened.message)
         run._started(opened)
         return run
-
-
-class LocalRun:
-    """Handle of one local Interaction tree; the same verbs as `InteractionHandle`."""
-
-    def __init__(self, runner: LocalRunner, run_id: str) -> None:
-        self.runner = runner
-        self.id = run_id
-        self.engine = LocalEngine(runner, run_id)
-        self.tasks = self.engine.tasks
-        self._run: asyncio.Task[Output | Failure] | None = None
-
-    def _started(self, root: InteractionDriver) -> None:
-        self._run = self.engine.spawn(self.engine.run_interaction(root))
-        self._run.add_done_callback(lambda _: self.engine.log.close())
-
-    @property
-    def _root(self) -> InteractionDriver:
-        root = self.engine.processes[self.id]
-        assert isinstance(root, InteractionDriver)
-        return root
-
-    # --- host verbs ------------------------------------------------------------------
-
-    async def result(self, timeout: float | None = None) -> Output:
-        """The Output; raises InteractionFailed (with `.code`) if the run failed."""
-        assert self._run is not None
-        done, _ = await asyncio.wait([self._run], timeout=timeout)
-        if not done:
-            raise TimeoutError(f"Interaction {self.id!r} did not end in {timeout}s.")
-        machine = self._root.machine
-        if machine.output is not None:
-            return machine.output
-        failure = machine.failure or Failure.of(errors.STATE_INVALID, "ended without output")
-        error = InteractionCanceled if failure.code == errors.CANCELED else InteractionFailed
-        raise error(failure.message, code=failure.code)
-
-    async def idle(self, timeout: float = 10.0) -> TreeSnapshot:
-        """Wait until nothing is in flight (done, or waiting on the host); return a snapshot."""
-        await asyncio.wait_for(self.engine.idle.wait(), timeout)
-        return self.snapshot()
-
-    def events(self, after: int | None = None) -> AsyncIterator[Event]:
-        """The run's events as they happen, from after offset `after` (from the first
-        when None), up to the root's `completed`, `failed` or `canceled` (as
-        `InteractionHandle.events`; here each streamed piece of text is its own event).
-
-        Raises:
-            EventOffsetError: `after` is beyond the last event.
-        """
-        return self.engine.log.read(after)
-
-    async def live_text(self, process_id: str | None = None) -> LiveText | None:
-        """What the model call in flight has streamed so far (as `InteractionHandle`)."""
-        return self.engine.live.get(process_id or self.id)
-
-    def snapshot(self) -> TreeSnapshot:
-        """Every process the run started (ended ones included) and every task."""
-        snaps: list[ProcessSnapshot] = [p.snapshot() for p in self.engine.processes.values()]
-        return TreeSnapshot(root=snaps[0], processes=(*snaps, *self.tasks.processes()))
-
-    async def steer(self, signal_id: str, *messages: Message) -> bool:
-        """Queue user messages for the next model call; False if an exact duplicate."""
-        input = SteerInput(signal_id=signal_id, messages=tuple(messages))
-        root = self._root
-        root.validate_steer(input)
-        return root.steer_update(input)
-
-    async def answer(self, pending: PendingToolInput, answer_id: str, response: Any) -> bool:
-        """Answer a tool input wait (validated against its schema), or a background
-        task's question (returns once the tool took the answer)."""
-        if self.tasks.holds(pending.process_id):
-            return await self.tasks.answer(pending, answer_id, response)
-        input = ToolInputAnswer(
-            wait_id=pending.wait_id,
-            answer_id=answer_id,
-            response=response,
-            process_id=pending.process_id,
-        )
-        process = self.engine.processes.get(pending.process_id)
-        if isinstance(process, InteractionDriver):
-            raise process.answer_elsewhere(input)
-        if process is None:
-            raise errors.NoSuchWait(f"No tool call process {pending.process_id!r}.")
-        process.validate_answer(input)
-        return await process.answer_update(input)
-
-    async def resolve(
-        self, unknown: UnknownEffect, settlement: ModelSettlement | ModelResend | ToolSettlement
-    ) -> None:
-        """Settle an unknown effect with the host's investigated settlement."""
-        input = ResolveInput(signal_id=f"resolve:{unknown.effect_id}", settlement=settlement)
-        process = self.engine.processes.get(unknown.process_id)
-        if process is None:
-            raise errors.SettlementMismatch(f"No process {unknown.process_id!r} to settle.")
-        process.validate_resolve(input)
-        await process.resolve_update(input)
-
-    async def retry_model_call(self, unknown: UnknownEffect) -> None:
-        """Send an unknown model call's request again as a new Effect (see
-        `InteractionHandle.retry_model_call`); never for a tool call."""
-        await self.resolve(unknown, resend_model_call(unknown.request))
-
-    async def cancel_task(self, task_id: str, reason: str = "") -> TaskSnapshot:
-        """Stop a background task of this run (see `InteractionHandle.cancel_task`).
-
-        Raises:
-            TaskNotFound: no background task has this id.
-            TaskEnded: it had already ended.
-        """
-        found = await self.tasks.cancel(task_id, reason or "host")
-        if found is None:
-            raise errors.TaskNotFound(f"No background task {task_id!r}.")
-        return found
-
-    async def pause(self) -> None:
-        """Start nothing new (in-flight calls settle); children are paused too."""
-        self._root.pause()
-
-    async def resume(self) -> None:
-        self._root.resume()
-
-    async def cancel(self) -> None:
-        """Cancel the Interaction; its children and tasks are cancelled with it."""
-        assert self._run is not None
-        self._run.cancel()
-        await asyncio.wait([self._run])
-        self.tasks.cancel_all()
-        rest = self.engine.running()
-        if rest:
-            await asyncio.wait(rest, timeout=_CANCEL_GRACE_SECONDS)
 
 
 __all__ = ["LocalRun", "LocalRunner"]

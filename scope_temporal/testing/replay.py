@@ -32,6 +32,7 @@ from scope_temporal.registry import Registry
 from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
 from scope_temporal.workflows.serving import RegistryInterceptor
+from scope_temporal.workflows.session import SessionWorkflow
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
 
 
@@ -49,8 +50,8 @@ async def replay_history(
     storage: StorageDriver | None = None,
     data_converter: DataConverter | None = None,
 ) -> WorkflowReplayResult:
-    """Replay one Interaction, ToolCall or BackgroundTask history with these Definitions
-    registered.
+    """Replay one Interaction, ToolCall, BackgroundTask or Session history with these
+    Definitions registered.
 
     Args:
         history: the recorded history.
@@ -71,7 +72,12 @@ async def replay_history(
     registry = Registry(definitions, payload_limit=payload_limit_bytes)
     failures = _ClassifiedFailures()
     replayer = Replayer(
-        workflows=[InteractionWorkflow, ToolCallWorkflow, BackgroundTaskWorkflow],
+        workflows=[
+            InteractionWorkflow,
+            ToolCallWorkflow,
+            BackgroundTaskWorkflow,
+            SessionWorkflow,
+        ],
         data_converter=scope_data_converter(data_converter, storage=storage),
         interceptors=[RegistryInterceptor(registry), failures],
     )

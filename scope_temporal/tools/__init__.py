@@ -9,6 +9,7 @@ from scope_temporal.tools.context import (
     advertise_tools,
     current_tool_call,
     require_tool_input,
+    run_context,
     tool_input_continuation,
 )
 from scope_temporal.tools.decorator import Tool, tool
@@ -61,6 +62,7 @@ __all__ = [
     "execute_tool",
     "inner",
     "require_tool_input",
+    "run_context",
     "tool",
     "tool_input_continuation",
 ]

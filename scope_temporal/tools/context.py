@@ -33,6 +33,8 @@ __all__ = [
     "advertise_tools",
     "current_tool_call",
     "require_tool_input",
+    "run_context",
+    "task_context",
     "tool_input_continuation",
 ]
 
@@ -65,6 +67,9 @@ class ToolInvocation(BaseModel):
     """True on re-entry after an input wait (state and response may both be None)."""
     deferred_tools: tuple[str, ...] = ()
     """Deferred tool names this call may advertise."""
+    context: dict[str, Any] = {}
+    """The run context of the Interaction that made the call (`start(..., context=...)`;
+    a session's turns hold its `session_id`): identities and ids, never model-visible."""
 
 
 class ToolInputRequired(Exception):
@@ -88,6 +93,9 @@ class _Active:
 
 
 _active: ContextVar[_Active] = ContextVar("scope_temporal_tool_call")
+_task_context: ContextVar[dict[str, Any] | None] = ContextVar(
+    "scope_temporal_task_context", default=None
+)
 
 
 @contextmanager
@@ -104,6 +112,33 @@ def activate(invocation: ToolInvocation, advertised: list[str]) -> Iterator[None
         yield
     finally:
         _active.reset(token)
+
+
+@contextmanager
+def task_context(context: Mapping[str, Any]) -> Iterator[None]:
+    """Make `context` the run context of a background attempt (attempt runner use only)."""
+    token = _task_context.set(dict(context))
+    try:
+        yield
+    finally:
+        _task_context.reset(token)
+
+
+def run_context() -> dict[str, Any]:
+    """The run context of the code running now: the tool call's (as
+    `current_tool_call().context`), or the background task attempt's; {} when the run was
+    given none. A copy: changing it changes nothing.
+
+    Raises:
+        RuntimeError: called outside a tool body, tool middleware or background attempt.
+    """
+    active = _active.get(None)
+    if active is not None:
+        return dict(active.invocation.context)
+    context = _task_context.get()
+    if context is None:
+        raise RuntimeError("run_context() is only available inside a tool call or a task.")
+    return dict(context)
 
 
 def current_tool_call() -> ToolInvocation:

@@ -108,6 +108,8 @@ class TaskLaunch(_Outcome):
     """The last attempt made (0: the foreground one)."""
     progress: ProgressSummary = ProgressSummary()
     settings: BackgroundSpec
+    context: dict[str, Any] = {}
+    """The run context of the Interaction whose call launched the task (inherited)."""
 
 
 RunStatus = Literal["completed", "failed", "canceled", "waiting_input"]

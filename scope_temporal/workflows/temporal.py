@@ -190,7 +190,7 @@ class TemporalTransport:
         return None
 
     async def run_tool_call(self, input: ToolCallInput, *, summary: str) -> CallSettled | ChildEnd:
-        return await _run_child(
+        return await run_child(
             names.TOOL_CALL_WORKFLOW,
             input,
             CallSettled,
@@ -201,7 +201,7 @@ class TemporalTransport:
     async def run_delegate(
         self, input: InteractionInput, *, process_id: str, summary: str
     ) -> Output | ChildEnd:
-        return await _run_child(
+        return await run_child(
             names.INTERACTION_WORKFLOW, input, Output, id=process_id, summary=summary
         )
 
@@ -323,10 +323,17 @@ async def _once(
         return lost(error)
 
 
-async def _run_child(
-    workflow_type: str, input: BaseModel, result_type: type[R], *, id: str, summary: str
+async def run_child(
+    workflow_type: str,
+    input: BaseModel,
+    result_type: type[R],
+    *,
+    id: str,
+    summary: str,
+    started: Callable[[], None] | None = None,
 ) -> R | ChildEnd:
-    """Start a child workflow (cancelled with its parent) and wait for its result."""
+    """Start a child workflow (cancelled with its parent; `started()` once it runs) and
+    wait for its result."""
     command_issued()
     try:
         handle = await workflow.start_child_workflow(
@@ -339,6 +346,8 @@ async def _run_child(
         )
     except Exception as error:  # the child could not start
         return Refused(str(error))
+    if started is not None:
+        started()
     try:
         result: R = await handle
     except ChildWorkflowError as error:
@@ -356,4 +365,4 @@ def _retry(max_attempts: int) -> RetryPolicy:
     )
 
 
-__all__ = ["TemporalTransport"]
+__all__ = ["TemporalTransport", "run_child"]

@@ -119,6 +119,14 @@ recorded_approvals_on_demand = Definition(
 )
 """The same with `on_demand`: the calls waiting for approval are promoted at once."""
 
+recorded_session = Definition(
+    "recorded-session",
+    instructions="You chat about services.",
+    tools=[read_status],
+    tool_call_workflows="always",
+)
+"""A session's turns: a text reply, a tool round, a reply; continue-as-new every 2 turns."""
+
 recorded_model_retry = Definition(
     "recorded-model-retry",
     tools=[read_status],
@@ -139,6 +147,7 @@ DEFINITIONS = [
     recorded_model_unknown,
     recorded_approvals,
     recorded_approvals_on_demand,
+    recorded_session,
     recorded_model_retry,
 ]
 TOOLS = [read_status, restart, notify]

@@ -206,6 +206,39 @@ async def record_run(env: WorkflowEnvironment, name: str) -> None:
         )
         await _host(handle, run)
         await handle.result()
+    await _write_tree(env, name)
+
+
+def _chatty(request: ModelRequest) -> Response:
+    last = request.messages[-1]
+    if last.role == "user" and last.text.startswith("status"):
+        return reply.tool_calls(("read_status", {"service": last.text.split()[-1]}))
+    return reply.text(f"{len(request.messages)} messages so far")
+
+
+SESSIONS = ("recorded-session",)
+"""Sessions recorded (a `scope.Session` and its turns)."""
+
+
+async def record_session(env: WorkflowEnvironment, name: str) -> None:
+    """Three turns (a reply, a tool round, a reply), continue-as-new every 2 turns, end."""
+    async with ScopeWorker(
+        env.client,
+        task_queue=name,
+        definitions=DEFINITIONS,
+        tools=TOOLS,
+        models={"default": ScriptedModel(_chatty)},
+    ):
+        scope = ScopeClient(env.client, task_queue=name)
+        session = scope.session(name, id=name, context={"user": "ada"}, continue_as_new_every=2)
+        for n, text in enumerate(["hello", "status of web", "thanks"]):
+            await (await session.send(text, message_id=f"m{n}")).result()
+        await session.end("recorded")
+    await _write_tree(env, name)
+
+
+async def _write_tree(env: WorkflowEnvironment, name: str) -> None:
+    """Write every run of the workflow `name` and of its tree."""
     await asyncio.sleep(2)  # let visibility catch up before listing the tree
     executions = [
         e
@@ -234,8 +267,8 @@ async def record(names: list[str]) -> None:
         search_attributes=SEARCH_ATTRIBUTES,
     )
     try:
-        for name in names or list(RUNS):
-            await record_run(env, name)
+        for name in names or [*RUNS, *SESSIONS]:
+            await (record_session if name in SESSIONS else record_run)(env, name)
     finally:
         await env.shutdown()
 

@@ -16,7 +16,6 @@ from scope_temporal import Definition, ModelRequest, Response, ScriptedModel, re
 from scope_temporal.activities import temporal as activity_module
 from scope_temporal.activities.model_input import ModelRequestBuilder
 from scope_temporal.chat import Message
-from scope_temporal.context_refs import ContextRef
 from scope_temporal.names import MODEL_ACTIVITY
 from tests.live.harness import serving
 
@@ -79,9 +78,9 @@ async def test_a_worker_without_the_prefix_fetches_it_from_the_workflow(
     original_fetch = activity_module._fetch_prefix
     original_rebuild = ModelRequestBuilder.rebuild
 
-    async def counting_fetch(ref: ContextRef) -> list[Message]:
-        fetched.append(ref.count)
-        return await original_fetch(ref)
+    async def counting_fetch(workflow_id: str, start: int, end: int) -> list[Message]:
+        fetched.append(end)
+        return await original_fetch(workflow_id, start, end)
 
     def forgetful(
         builder: ModelRequestBuilder, *args: Any

@@ -42,6 +42,7 @@ MAPPED_MODULES = frozenset(
         "test_core_tool_scheduling",
         "test_core_waits",
         "test_events_local",
+        "test_session_runs",
     }
 )
 MODES: tuple[ToolCallWorkflows, ...] = ("always", "on_demand")

@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "outputs",
             "context_refs",
             "code_digest",
+            "run_context",
         ),
     ),
     (

@@ -163,6 +163,13 @@ def test_histories_are_present() -> None:
         # the unknown outcome) became ToolCall workflows
         "recorded-on-demand_tool_1_1",
         "recorded-on-demand_tool_2_0",
+        # a session: its two runs (continue-as-new every 2 turns) and its three turns
+        "recorded-session",
+        "recorded-session_run1",
+        "recorded-session_turn_1",
+        "recorded-session_turn_2",
+        "recorded-session_turn_2_tool_1_0",
+        "recorded-session_turn_3",
         "recorded-steer-batch",
         "recorded-steer-batch_tool_1_0",
         "recorded-steer-batch_tool_1_1",
@@ -288,3 +295,13 @@ def test_the_approval_recordings_hold_a_denial_a_remembered_approval_and_the_app
     # remembered: the next call's ToolCall asked nothing but its own question
     later = [p for name, p in _events("recorded-approvals_tool_3_0") if p and "wait_id" in p]
     assert [a["wait_id"].rsplit("/", 1)[1] for a in later] == ["1"]
+
+
+def test_a_recorded_turn_holds_the_transcript_by_reference() -> None:
+    started = load(history_named("recorded-session_turn_3")).events[0]
+    raw = started.workflow_execution_started_event_attributes.input.payloads[0].data.decode()
+    turn = json.loads(raw)
+    assert turn["base"]["count"] == 7  # instructions, hello, reply, status, call, result, reply
+    assert [m["parts"][0]["text"] for m in turn["messages"]] == ["thanks"]
+    assert "hello" not in raw and "You chat about services." not in raw
+    assert turn["context"] == {"user": "ada", "session_id": "recorded-session"}

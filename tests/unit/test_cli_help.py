@@ -12,6 +12,7 @@ COMMANDS = sorted(cli.commands)
 def test_the_cli_has_every_command_of_the_issue() -> None:
     assert COMMANDS == [
         "answer",
+        "chat",
         "demo",
         "dev",
         "inspect",
@@ -19,6 +20,7 @@ def test_the_cli_has_every_command_of_the_issue() -> None:
         "replay-check",
         "resolve",
         "run",
+        "sessions",
         "setup",
         "steer",
         "worker",

@@ -38,6 +38,8 @@ RUN_BY: dict[str, str | tuple[str, ...]] = {
         "tests/live/test_worker_versioning.py",
     ),
     "scope-temporal run": "tests/live/test_cli_run.py",
+    "scope-temporal chat": "tests/live/test_cli_chat.py",
+    "scope-temporal sessions": "tests/live/test_cli_chat.py",
     "scope-temporal list": "tests/live/test_cli_run.py",
     "scope-temporal setup": "tests/live/test_cli_setup.py",
     "scope-temporal inspect": "tests/live/test_cli_run.py",

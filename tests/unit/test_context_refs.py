@@ -71,10 +71,10 @@ def test_sync_keeps_the_shared_prefix_and_hashes_only_what_changed() -> None:
 
 async def test_a_cache_hit_rebuilds_the_request_without_fetching() -> None:
     builder = ModelRequestBuilder()
-    fetched: list[ContextRef] = []
+    fetched: list[int] = []
 
-    async def fetch(ref: ContextRef) -> list[Message]:
-        fetched.append(ref)
+    async def fetch(workflow_id: str, start: int, end: int) -> list[Message]:
+        fetched.append(end)
         raise AssertionError("no fetch expected")
 
     first = messages("hello", "world")
@@ -93,9 +93,9 @@ async def test_a_cache_miss_fetches_the_prefix_and_checks_its_digest() -> None:
     ref = ContextRef(count=3, digest=prefix_digest(first))
     calls: list[int] = []
 
-    async def fetch(wanted: ContextRef) -> list[Message]:
-        calls.append(wanted.count)
-        return list(first)
+    async def fetch(workflow_id: str, start: int, end: int) -> list[Message]:
+        calls.append(end)
+        return list(first[start:end])
 
     request = await ModelRequestBuilder().rebuild(
         activity_input(ref, messages("four")), DEFINITION, fetch
@@ -103,7 +103,7 @@ async def test_a_cache_miss_fetches_the_prefix_and_checks_its_digest() -> None:
     assert [m.text for m in request.messages] == ["one", "two", "three", "four"]
     assert calls == [3]
 
-    async def tampered(wanted: ContextRef) -> list[Message]:
+    async def tampered(workflow_id: str, start: int, end: int) -> list[Message]:
         return messages("one", "TWO", "three")
 
     with pytest.raises(ContextUnavailable, match="the model was not called"):
@@ -111,7 +111,7 @@ async def test_a_cache_miss_fetches_the_prefix_and_checks_its_digest() -> None:
 
 
 async def test_a_worker_serving_another_definition_version_refuses_before_calling() -> None:
-    async def fetch(ref: ContextRef) -> list[Message]:
+    async def fetch(workflow_id: str, start: int, end: int) -> list[Message]:
         return []
 
     changed = Definition("refs", tools=[look], instructions="changed")
@@ -125,8 +125,8 @@ async def test_the_cache_keeps_only_the_most_recent_conversations() -> None:
     builder = ModelRequestBuilder(max_conversations=2)
     misses: list[str] = []
 
-    async def fetch(ref: ContextRef) -> list[Message]:
-        misses.append(ref.digest)
+    async def fetch(workflow_id: str, start: int, end: int) -> list[Message]:
+        misses.append(workflow_id)
         return messages("x")
 
     ref = ContextRef(count=1, digest=prefix_digest(messages("x")))

@@ -1,5 +1,5 @@
-"""The README's "Write a tool and an agent" and "Test your agent" examples, and the example of
-docs/background-tools.md, run as written."""
+"""The README's "Write a tool and an agent" and "Test your agent" examples, and the examples of
+docs/background-tools.md and docs/sessions.md, run as written."""
 
 from __future__ import annotations
 
@@ -31,6 +31,19 @@ async def test_write_a_tool_and_test_it_with_local_runner_as_the_readme_shows() 
     out = await namespace["readme_test"]()  # type: ignore[operator]
     assert out.source == "model_response" and out.model_calls == 2
     assert out.text == "Clean /var/log."
+
+
+async def test_the_session_example_runs_as_written() -> None:
+    code = "async def docs_session():\n" + textwrap.indent(
+        block_under("## In tests", "docs/sessions.md"), "    "
+    )
+    code += "    return session\n"
+    namespace: dict[str, object] = {}
+    exec(compile(code, "docs/sessions.md", "exec"), namespace)
+    session = await namespace["docs_session"]()  # type: ignore[operator]
+    snap = await session.snapshot()
+    assert [t.status for t in snap.turns] == ["completed", "completed"]
+    assert snap.run_context == {"user": "ada", "session_id": "chat-42"}
 
 
 async def test_the_background_tool_example_moves_to_the_background_as_the_docs_say() -> None:

@@ -14,6 +14,7 @@ EXPECTED = {
     "ToolBudget",
     "HostFailure",
     "require_tool_input",
+    "run_context",
     "tool_input_continuation",
     "advertise_tools",
     "current_tool_call",

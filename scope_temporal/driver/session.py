@@ -1,0 +1,251 @@
+"""The one driver of a session, on any engine (Temporal or `LocalRunner`).
+
+Theory of operation. The machine (`interaction/session.py`) decides; the driver carries.
+It asks the machine for effects and carries each out through the transport: a turn is
+a child Interaction `<session id>/turn/<n>` started with the transcript by reference, a
+steer goes to the running turn as `scope.steer` with the message id as its signal id, a
+cancellation cancels the turn's child. How each turn ended goes back to the machine.
+What it decides itself are the engine-level rules:
+
+ 1. A message over the payload limit, or for another Definition than the session runs,
+    is refused before it reaches the machine.
+ 2. A send returns once the turn that takes it runs (a new turn: once its child started),
+    so the turn's handle finds it. A message whose sender has seen the running turn end
+    (its child's result can reach a host before the session) waits for the session to
+    take that end, and opens the next turn.
+ 3. Idle, with nothing in flight, the session continues as new every
+    `continue_as_new_every` turns or when the engine suggests it, carrying its state.
+ 4. `scope.context` on a session pages through its transcript: what a worker fetches as
+    a turn's base.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import assert_never
+
+from scope_temporal import errors, names
+from scope_temporal.driver.inputs import check_size
+from scope_temporal.driver.model_calls import context_page
+from scope_temporal.driver.transport import Ended, Refused, SessionTransport
+from scope_temporal.errors import InvalidSignal, ScopeError
+from scope_temporal.interaction.session import SessionMachine
+from scope_temporal.interaction.session_values import (
+    CancelTurn,
+    SendReceipt,
+    SessionEffect,
+    SessionSnapshot,
+    StartTurn,
+    SteerTurn,
+)
+from scope_temporal.outputs import Failure, Output
+from scope_temporal.payloads import (
+    ContextPage,
+    ContextPageRequest,
+    InteractionInput,
+    SessionEndInput,
+    SessionInput,
+    SessionSend,
+    SteerInput,
+)
+
+
+class SessionDriver:
+    """Drives one run of one session.
+
+    Args:
+        machine: the session's machine (new, or restored from a carried state).
+        transport: the engine.
+        input: the run's input (its options, and what continue-as-new carried).
+        limit: the payload limit a message must fit.
+    """
+
+    def __init__(
+        self,
+        machine: SessionMachine,
+        transport: SessionTransport,
+        input: SessionInput,
+        *,
+        limit: int,
+    ) -> None:
+        self.machine = machine
+        self._transport = transport
+        self._input = input
+        self._limit = limit
+        self._running: dict[str, asyncio.Task[None]] = {}  # turn process id -> its task
+        self._started: set[int] = set()
+        self._dirty = False
+        self._crash: BaseException | None = None
+        self._turns_at_start = machine.turns
+
+    # --- the run ---------------------------------------------------------------------
+
+    async def run(self) -> SessionSnapshot:
+        """Drive the session until it ends; its final snapshot.
+
+        Raises:
+            asyncio.CancelledError: the session was cancelled (its running turn with it).
+        """
+        machine, transport = self.machine, self._transport
+        while True:
+            if machine.phase == "idle" and not self._running and self._due():
+                await self._continue_as_new()
+            for effect in machine.next_effects():
+                self._carry_out(effect)
+            if self._crash is not None:
+                raise self._crash
+            if machine.phase in ("ended", "failed") and not self._running:
+                return machine.snapshot()
+            self._show()
+            await transport.wait_until(lambda: self._dirty)
+            self._dirty = False
+
+    async def _continue_as_new(self) -> None:
+        """Continue as new once no send is being handled, unless one opened a turn
+        meanwhile; the carried state is taken after the wait, so it holds every message."""
+        machine, transport = self.machine, self._transport
+        await transport.wait_until(lambda: machine.phase != "idle" or transport.handlers_finished())
+        if machine.phase == "idle":
+            await transport.continue_session_as_new(self._carried())
+
+    def _due(self) -> bool:
+        every = self._input.continue_as_new_every
+        done = self.machine.turns - self._turns_at_start
+        return done > 0 and (done >= every or self._transport.continue_as_new_suggested())
+
+    def _carried(self) -> SessionInput:
+        return self._input.model_copy(update={"state": self.machine.state, "context": None})
+
+    def _carry_out(self, effect: SessionEffect) -> None:
+        match effect:
+            case StartTurn():
+                task = self._transport.spawn(self._run_turn(effect))
+                self._running[effect.process_id] = task
+                task.add_done_callback(lambda t: self._finished(effect.process_id, t))
+            case SteerTurn():
+                steer = SteerInput(
+                    signal_id=effect.message.message_id, messages=effect.message.messages
+                )
+                self._transport.spawn(self._transport.signal(effect.process_id, names.STEER, steer))
+            case CancelTurn():
+                running = self._running.get(effect.process_id)
+                if running is not None:
+                    running.cancel()
+            case _:
+                assert_never(effect)
+
+    async def _run_turn(self, effect: StartTurn) -> None:
+        input = InteractionInput(
+            definition=self.machine.definition,
+            messages=effect.messages,
+            base=effect.base,
+            context=effect.run_context,
+            approved_tools=effect.approved_tools,
+            track_status=self._input.track_status,
+        )
+
+        def started() -> None:
+            self._started.add(effect.turn)
+            self._touch()
+
+        first = effect.messages[0].text if effect.messages else ""
+        try:
+            ended = await self._transport.run_turn(
+                input,
+                process_id=effect.process_id,
+                summary=f"turn {effect.turn}: {first[:60]}",
+                started=started,
+            )
+        except asyncio.CancelledError:  # the session ends: its turn was cancelled
+            ended = Ended("the turn was cancelled: the session ended", errors.CANCELED)
+        self._started.add(effect.turn)  # a turn that never started will not start now
+        match ended:
+            case Output():
+                self.machine.turn_ended(effect.turn, ended, None)
+            case Refused():
+                failure = Failure.of(
+                    errors.HOST_FAILED, f"turn {effect.turn} could not start: {ended.reason}"
+                )
+                self.machine.turn_ended(effect.turn, None, failure)
+            case Ended():
+                self.machine.turn_ended(effect.turn, None, ended.failure(errors.HOST_FAILED))
+            case _:
+                assert_never(ended)
+
+    def _finished(self, process_id: str, task: asyncio.Task[None]) -> None:
+        self._running.pop(process_id, None)
+        if not task.cancelled() and task.exception() is not None and self._crash is None:
+            self._crash = task.exception()
+        self._touch()
+
+    def _touch(self) -> None:
+        self._dirty = True
+        self._transport.changed()
+
+    def _show(self) -> None:
+        machine = self.machine
+        current = machine.current
+        doing = f"turn {current.turn} running" if current is not None else machine.phase
+        self._transport.show(
+            f"**session** · {doing} · {machine.turns} turn(s) · "
+            f"{len(machine.transcript)} message(s)"
+        )
+
+    # --- the host's inputs -----------------------------------------------------------
+
+    def validate_send(self, input: SessionSend) -> SendReceipt | None:
+        """Raise the ScopeError a message would be refused with; a duplicate's receipt."""
+        check_size(input, "The message", self._limit)
+        expected = input.definition
+        running = self.machine.definition
+        if expected is not None and expected != running:
+            raise InvalidSignal(
+                f"Session {self.machine.session_id!r} runs Definition {running!r}, not "
+                f"{expected!r}; nothing was sent. Use another session id for {expected!r}."
+            )
+        return self.machine.check_send(input.message_id, input.messages)
+
+    async def send(self, input: SessionSend) -> SendReceipt:
+        """Take a validated message; returns once the turn taking it runs (rule 2).
+
+        A message sent after its sender saw the running turn end (`follows`) waits until
+        the session has taken that end too: it opens the next turn, never steers the
+        finished one.
+        """
+        machine = self.machine
+
+        def seen_turn_runs() -> bool:
+            current = machine.current
+            return current is not None and current.turn <= input.follows
+
+        if seen_turn_runs():
+            await self._transport.wait_until(lambda: not seen_turn_runs())
+        receipt = self.machine.send(input.message_id, input.messages)
+        self._touch()
+        await self._transport.wait_until(
+            lambda: receipt.turn in self._started or machine.phase in ("ended", "failed")
+        )
+        return receipt
+
+    def end(self, input: SessionEndInput) -> None:
+        """End the session (its running turn is cancelled first)."""
+        self.machine.end(input.reason or "ended by the host")
+        self._touch()
+
+    def end_refusal(self) -> ScopeError | None:
+        """Why `end` cannot be applied now (a failed session), or None."""
+        if self.machine.phase == "failed":
+            return errors.SessionEnded(f"Session {self.machine.session_id!r} has failed.")
+        return None
+
+    # --- reading ---------------------------------------------------------------------
+
+    def snapshot(self) -> SessionSnapshot:
+        return self.machine.snapshot()
+
+    def context_page(self, query: ContextPageRequest) -> ContextPage:
+        """Transcript messages [start, end), at most about `max_bytes`."""
+        return context_page(self.machine.transcript, query)
+
+
+__all__ = ["SessionDriver"]

@@ -1,0 +1,186 @@
+"""Sessions in-process: `LocalRunner.session(...)`, the same driver as `scope.Session`.
+
+A `LocalSession` runs the session's driver (`scope_temporal.driver.session`) and its
+turns' Interaction drivers on one in-process engine; a turn's model calls get the
+session's transcript as their base straight from the session (checked by its digest).
+Its verbs are `SessionHandle`'s: `send`, `end`, `transcript`, `snapshot`, `turn`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from scope_temporal.chat import Message
+from scope_temporal.driver.session import SessionDriver
+from scope_temporal.driver.transport import ChildEnd, Ended
+from scope_temporal.errors import InvalidSignal
+from scope_temporal.interaction.session import SessionMachine
+from scope_temporal.interaction.session_values import (
+    SessionSnapshot,
+    SessionTranscript,
+    as_messages,
+)
+from scope_temporal.outputs import Failure, Output
+from scope_temporal.payloads import InteractionInput, SessionEndInput, SessionInput, SessionSend
+from scope_temporal.testing.engine import LocalEngine, LocalTransport, LocalWorker
+from scope_temporal.testing.local_run import LocalRun
+
+
+class _CarriedSession(Exception):
+    def __init__(self, input: SessionInput) -> None:
+        super().__init__("continue as new")
+        self.input = input
+
+
+class _SessionTransport(LocalTransport):
+    """The session driver's transport in-process (see `driver.transport`): the engine's,
+    plus its turns."""
+
+    def __init__(self, engine: LocalEngine, turns: dict[str, asyncio.Task[Output | Failure]]):
+        super().__init__(engine)
+        self._turns = turns
+
+    async def run_turn(
+        self,
+        input: InteractionInput,
+        *,
+        process_id: str,
+        summary: str,
+        started: Callable[[], None],
+    ) -> Output | ChildEnd:
+        engine = self._engine
+        opened = engine.open_interaction(process_id, input)
+        if isinstance(opened, Failure):
+            return Ended(opened.message, opened.code)
+        log = engine.log(process_id)  # the turn's events, from its start
+        task: asyncio.Task[Output | Failure] = engine.spawn(engine.run_interaction(opened))
+        task.add_done_callback(lambda _: log.close())
+        self._turns[process_id] = task
+        task.add_done_callback(lambda _: engine.changed())
+        started()
+        try:  # parked while the turn runs, so the engine sees the turn's own idleness
+            await engine.wait_until(task.done)
+        except asyncio.CancelledError:  # cancel the turn with its session's request
+            task.cancel()
+            await asyncio.wait([task])
+            raise
+        ended = task.result()
+        return Ended(ended.message, ended.code) if isinstance(ended, Failure) else ended
+
+    def handlers_finished(self) -> bool:
+        return True  # a local send takes its message synchronously
+
+    async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
+        raise _CarriedSession(input)
+
+
+class LocalSession:
+    """One session run in-process; the same verbs as `SessionHandle`.
+
+    Made by `LocalRunner.session(...)`; the first `send` starts it.
+    """
+
+    def __init__(
+        self,
+        runner: LocalWorker,
+        session_id: str,
+        start: SessionInput,
+    ) -> None:
+        self.runner = runner
+        self.id = session_id
+        self.definition = start.definition
+        self.engine = LocalEngine(runner)
+        self._turns: dict[str, asyncio.Task[Output | Failure]] = {}
+        self._input = start
+        machine = SessionMachine.start(
+            session_id, start.definition, start.context, start.approved_tools
+        )
+        self._driver = self._open(machine, self._input)
+        self._run: asyncio.Task[SessionSnapshot] | None = None
+        self._seen = 0  # the latest turn whose end a handle of this session saw
+
+    def _open(self, machine: SessionMachine, input: SessionInput) -> SessionDriver:
+        driver = SessionDriver(
+            machine,
+            _SessionTransport(self.engine, self._turns),
+            input,
+            limit=self.runner.registry.payload_limit,
+        )
+        self.engine.sessions[self.id] = driver
+        return driver
+
+    async def _drive(self) -> SessionSnapshot:
+        while True:
+            try:
+                return await self._driver.run()
+            except _CarriedSession as carried:
+                assert carried.input.state is not None  # the driver always carries it
+                self._driver = self._open(SessionMachine(carried.input.state), carried.input)
+
+    # --- host verbs ------------------------------------------------------------------
+
+    async def send(
+        self, message: str | Message | Sequence[Message], *, message_id: str | None = None
+    ) -> LocalRun:
+        """Send one message: it opens a turn, or steers the running one. Returns the
+        handle of the turn that takes it (as `SessionHandle.send`).
+
+        Raises:
+            InvalidSignal, SignalConflict, StaleMessage, SessionEnded: as `SessionHandle.send`.
+        """
+        input = SessionSend(
+            message_id=message_id or uuid.uuid4().hex,
+            messages=as_messages(message),
+            definition=self.definition,
+            follows=self._seen,
+        )
+        receipt = self._driver.validate_send(input)
+        if receipt is None:
+            if self._run is None:
+                self._run = self.engine.spawn(self._drive())
+            receipt = await self._driver.send(input)
+        return self.turn(receipt.turn)
+
+    def turn(self, number: int) -> LocalRun:
+        """The handle of turn `number` (it must have started)."""
+        process_id = f"{self.id}/turn/{number}"
+        task = self._turns.get(process_id)
+        if task is None:
+            raise InvalidSignal(f"Session {self.id!r} has no turn {number} yet.")
+
+        def seen() -> None:
+            self._seen = max(self._seen, number)
+
+        return LocalRun.attached(self.runner, self.engine, process_id, task, on_end=seen)
+
+    async def end(self, reason: str = "ended by the host") -> None:
+        """End the session (a running turn is cancelled first); returns once it ended."""
+        self._driver.end(SessionEndInput(reason=reason))
+        if self._run is not None:
+            await asyncio.wait([self._run])
+
+    async def snapshot(self) -> SessionSnapshot:
+        """As `SessionHandle.snapshot`: a turn whose end a handle saw shows as ended."""
+
+        def caught_up() -> bool:
+            current = self._driver.machine.current
+            return current is None or current.turn > self._seen
+
+        await asyncio.wait_for(self.engine.wait_until(caught_up), 10)
+        return self._driver.snapshot()
+
+    async def transcript(self) -> SessionTranscript:
+        """The conversation so far, with its turns."""
+        snapshot = await self.snapshot()
+        return SessionTranscript.of(snapshot, tuple(self._driver.machine.transcript))
+
+    async def idle(self, timeout: float = 10.0) -> SessionSnapshot:
+        """Wait until nothing runs (the session and its turns wait for their host)."""
+        await asyncio.wait_for(self.engine.idle.wait(), timeout)
+        return self._driver.snapshot()
+
+
+__all__ = ["LocalSession"]
