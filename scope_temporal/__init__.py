@@ -61,7 +61,7 @@ from scope_temporal.errors import (
     TaskNotFound,
     UnknownDefinition,
 )
-from scope_temporal.ids import ToolCallRef
+from scope_temporal.ids import Attribution, ToolCallRef
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
     ModelAttempt,
@@ -146,6 +146,7 @@ __all__ = [
     "ApprovalRequest",
     "Artifact",
     "ArtifactDecodeError",
+    "Attribution",
     "BackgroundOperation",
     "BackgroundTool",
     "CompletionCandidate",

@@ -84,6 +84,9 @@ async def call_model(
         tools=request.tools,
         options=request.options,
         model_call_seq=request.model_call_seq,
+        process_id=request.process_id,
+        attempt=request.attempt,
+        incarnation=request.incarnation,
     )
     await observers.emit("model_started", request=request)
     try:

@@ -38,6 +38,7 @@ def invocation_of(attempt: ToolAttempt) -> ToolInvocation:
         call=request.call,
         effect_id=request.effect_id,
         attempt=attempt.entry,
+        incarnation=request.incarnation,
         continuation_state=attempt.continuation_state,
         continuation_response=attempt.continuation_response,
         has_continuation=attempt.has_continuation,

@@ -181,7 +181,7 @@ class InteractionDriver:
             definition=self._input.definition,
             track_status=self._input.track_status,
             continue_as_new_every=self._input.continue_as_new_every,
-            state=self.machine.state,
+            state=self.machine.carried_state,
             context_sent=self._models.context_sent,
             settings=self._settings,
         )

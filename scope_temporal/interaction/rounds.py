@@ -115,6 +115,7 @@ def _admit_call(
             call_index=index,
             call=call,
             effect_id=effect_id,
+            incarnation=s.incarnation,
             deferred_tools=tuple(t.name for t in definition.tools.deferred),
         ),
     )
@@ -172,6 +173,7 @@ def _tool_effect(
             granted=s.granted,
             deferred_tools=tuple(t.name for t in definition.tools.deferred),
             budget=definition.tool_budget,
+            incarnation=s.incarnation,
         ),
     )
 

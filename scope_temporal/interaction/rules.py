@@ -14,7 +14,12 @@ from scope_temporal.chat import Message, Options, ToolCall, ToolResult, options_
 from scope_temporal.definition import Definition
 from scope_temporal.errors import InvalidOptions, InvalidSignal, SettlementMismatch
 from scope_temporal.ids import tool_call_ref
-from scope_temporal.interaction.effects import ModelResend, ModelSettlement, ToolEffectRequest
+from scope_temporal.interaction.effects import (
+    ModelResend,
+    ModelSettlement,
+    ToolEffectRequest,
+    same_request,
+)
 from scope_temporal.interaction.hooks import call_hook
 from scope_temporal.interaction.snapshot import ResultEntry
 from scope_temporal.interaction.state import CallSlot, InteractionState
@@ -84,7 +89,7 @@ def check_resolution(s: InteractionState, settlement: ModelSettlement | ModelRes
         raise SettlementMismatch(
             f"Interaction {s.process_id!r} holds no unknown model effect to settle."
         )
-    if settlement.request != s.model.request:
+    if not same_request(settlement.request, s.model.request):
         raise SettlementMismatch(
             f"The settlement was built from another request (effect "
             f"{settlement.request.effect_id!r}, definition {settlement.request.definition!r}); "

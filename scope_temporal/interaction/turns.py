@@ -56,6 +56,7 @@ def begin(definition: Definition, s: InteractionState) -> ModelEffectRequest | F
         options=s.options if s.options is not None else definition.options,
         context_reducer=definition.context_reducer,
         applied_signals=tuple(applied),
+        incarnation=s.incarnation,
     )
     s.model = PendingModel(request=request, emitted=True)
     return request

@@ -1,5 +1,6 @@
 """Scope fidelity live, in both tool-call mappings: a concurrency classifier run in
-workflow code (CONFORMANCE 51), options given at start (52), a Tool child's budget (53)."""
+workflow code (CONFORMANCE 51), options given at start (52), a Tool child's budget (53),
+attribution across continue-as-new (56)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
+    Attribution,
     Definition,
     InteractionFailed,
     InteractionHandle,
@@ -73,6 +75,16 @@ def ask(question: str) -> str:
     continuation = tool_input_continuation()
     entry = 1 if continuation is None else continuation[0] + 1
     require_tool_input(f"{question} #{entry}", {"type": "object"}, entry)
+
+
+ATTRIBUTIONS: list[Attribution] = []
+
+
+@tool(permission="read")
+def whoami() -> str:
+    """Say which call this is."""
+    ATTRIBUTIONS.append(current_tool_call().attribution)
+    return "me"
 
 
 async def _result(handle: InteractionHandle) -> Any:
@@ -147,3 +159,27 @@ async def test_c53_a_tool_child_beyond_its_budget_fails_model_visibly(
     assert entry.disposition == "failed" and "budget" in entry.result.content
     tool_text = [r.content for m in model.requests[1].messages for r in m.tool_results]
     assert tool_text == [entry.result.content]
+
+
+async def test_c56_attribution_reaches_tools_and_models_and_counts_continue_as_new(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    named = Definition("whoami-live", tools=[whoami])
+    script = [reply.tool_calls(("whoami", {})), reply.tool_calls(("whoami", {})), reply.text("ok")]
+    model = ScriptedModel(script)
+    async with serving(temporal_env, [named], tools=[whoami], models={"default": model}) as scope:
+        handle = await scope.start(
+            "whoami-live", "go", id=fresh_id("attribution"), continue_as_new_every=1
+        )
+        assert (await _result(handle)).text == "ok"
+    # one continue-as-new after each model call's round: each run is one incarnation on
+    models = [
+        (r.process_id, r.step, r.attempt, r.incarnation)
+        for r in (q.attribution for q in model.requests)
+    ]
+    assert models == [(handle.id, n, 1, n) for n in (1, 2, 3)]
+    tools = [a for a in ATTRIBUTIONS if a.process_id.startswith(f"{handle.id}/")]
+    assert tools == [
+        Attribution(process_id=f"{handle.id}/tool/{n}/0", step=n, attempt=1, incarnation=n)
+        for n in (1, 2)
+    ]
