@@ -174,7 +174,7 @@ class ScopeActivities:
                 models=self.models,
                 reducers=self.reducers,
                 observers=self.observers,
-                limit=self.registry.payload_limit,
+                limit=self.registry.response_limit(request.definition),
                 on_delta=live.add,
                 around=heartbeat.around,
             )

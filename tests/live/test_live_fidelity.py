@@ -1,6 +1,6 @@
 """Scope fidelity live, in both tool-call mappings: a concurrency classifier run in
 workflow code (CONFORMANCE 51), options given at start (52), a Tool child's budget (53),
-attribution across continue-as-new (56)."""
+attribution across continue-as-new (56), a Definition's response bound (57)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,11 @@ from scope_temporal import (
     ScriptedModel,
     ToolBudget,
     ToolInvocation,
+    ToolResult,
     current_tool_call,
     reply,
     require_tool_input,
+    settle_tool_result,
     tool,
     tool_input_continuation,
 )
@@ -85,6 +87,12 @@ def whoami() -> str:
     """Say which call this is."""
     ATTRIBUTIONS.append(current_tool_call().attribution)
     return "me"
+
+
+@tool(permission="read")
+def dump(size: int) -> str:
+    """Return `size` characters."""
+    return "x" * size
 
 
 async def _result(handle: InteractionHandle) -> Any:
@@ -183,3 +191,30 @@ async def test_c56_attribution_reaches_tools_and_models_and_counts_continue_as_n
         Attribution(process_id=f"{handle.id}/tool/{n}/0", step=n, attempt=1, incarnation=n)
         for n in (1, 2)
     ]
+
+
+async def test_c57_results_over_a_definitions_bound_are_unknown_with_their_requests(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    bound = 2_000
+    bounded = Definition("bounded-live", tools=[dump], max_response_bytes=bound)
+    script = [reply.tool_calls(("dump", {"size": bound})), reply.text("y" * bound)]
+    model = ScriptedModel(script)
+    async with serving(temporal_env, [bounded], tools=[dump], models={"default": model}) as scope:
+        handle = await scope.start("bounded-live", "go", id=fresh_id("bounded"))
+        snap = await eventually(handle.snapshot, lambda s: bool(s.unknown_effects))
+        [tool_unknown] = snap.unknown_effects
+        assert tool_unknown.kind == "tool" and "max_response_bytes" in tool_unknown.diagnostic
+        request = tool_unknown.request
+        assert request.kind == "tool" and request.call.name == "dump"
+        result = ToolResult(call_id=request.call.id, name="dump", content="kept elsewhere")
+        await handle.resolve(tool_unknown, settle_tool_result(request, result, "succeeded"))
+        snap = await eventually(
+            handle.snapshot, lambda s: any(u.kind == "model" for u in s.unknown_effects)
+        )
+        [model_unknown] = snap.unknown_effects
+        assert "max_response_bytes" in model_unknown.diagnostic
+        assert model_unknown.request.kind == "model"
+        assert model_unknown.request.messages[-1].tool_results[0].content == "kept elsewhere"
+        await handle.cancel()
+    assert len(model.requests) == 2  # the over-bound response was not asked for again
