@@ -65,7 +65,7 @@ from scope_temporal.errors import (
     TaskNotFound,
     UnknownDefinition,
 )
-from scope_temporal.ids import ToolCallRef
+from scope_temporal.ids import Attribution, ToolCallRef
 from scope_temporal.interaction.events import (
     CanceledEvent,
     CompletedEvent,
@@ -170,6 +170,7 @@ __all__ = [
     "ApprovalRequest",
     "Artifact",
     "ArtifactDecodeError",
+    "Attribution",
     "BackgroundOperation",
     "BackgroundTool",
     "CanceledEvent",

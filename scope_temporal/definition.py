@@ -168,13 +168,17 @@ class Definition(Frozen):
 
     `tool_budget` (a `ToolBudget`) is allocated to each ordinary Tool child: a call
     asking for input beyond it settles as a model-visible `tool.budget.exhausted` failure.
+    `max_response_bytes` bounds each model response and tool outcome of this Definition's
+    calls below the worker's payload limit: one over it is an unknown Effect held with its
+    request for the host (`interaction.payload.too_large`), as over the payload limit.
 
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
             a tool or two delegates with one name, an invalid name, capabilities that are
             not read/write/exec, a delegate granted more than this Definition holds, an
             approval policy naming a tool this Definition does not bind, a fallback model
-            named twice or like `model`, or `max_total_tokens` below 1.
+            named twice or like `model`, `max_total_tokens` below 1, or
+            `max_response_bytes` below 1 (a worker refuses one over its payload limit).
     """
 
     def __init__(
@@ -203,6 +207,7 @@ class Definition(Frozen):
         fallback_models: Sequence[str] = (),
         max_total_tokens: int | None = None,
         tool_budget: ToolBudget | None = None,
+        max_response_bytes: int | None = None,
     ) -> None:
         if not name or "/" in name:
             raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")
@@ -211,6 +216,15 @@ class Definition(Frozen):
             raise DefinitionError(
                 f"Definition {name!r}: max_model_calls={max_model_calls} would never call the "
                 "model; use a positive number, or None for unlimited."
+            )
+        if max_response_bytes is not None and (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes < 1
+        ):
+            raise DefinitionError(
+                f"Definition {name!r}: max_response_bytes={max_response_bytes!r} must be a "
+                "positive number of bytes, or None for the worker's payload limit."
             )
         if tool_call_workflows not in ("always", "on_demand"):
             raise DefinitionError(
@@ -273,6 +287,7 @@ class Definition(Frozen):
         self.fallback_models: tuple[str, ...] = tuple(fallback_models)
         self.max_total_tokens = max_total_tokens
         self.tool_budget = tool_budget
+        self.max_response_bytes = max_response_bytes
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
@@ -335,6 +350,8 @@ class Definition(Frozen):
         )
         if self.tool_budget is not None:  # likewise
             declared["tool_budget"] = self.tool_budget.declaration()
+        if self.max_response_bytes is not None:  # likewise
+            declared["max_response_bytes"] = self.max_response_bytes
         return declared
 
     def __repr__(self) -> str:

@@ -6,7 +6,9 @@ derive the same ids, so a replayed or continued-as-new workflow finds the same c
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from scope_temporal.errors import ProtocolError
 
@@ -55,6 +57,59 @@ class ToolCallRef(BaseModel):
 
     def __str__(self) -> str:
         return tool_call_ref(self.process_id, self.model_call_seq, self.call_index)
+
+
+class Attribution(BaseModel):
+    """Who is making one model or tool call, and which try of it this is.
+
+    Read it as `current_tool_call().attribution` in a tool and `request.attribution` in a
+    `Model`, e.g. to correlate logs or to tell a re-entry or a new attempt from the first.
+    Two calls with equal attributions are the same entry of the same call.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    process_id: str
+    """The Process whose Effect this is: for a model call its Interaction; for a tool call
+    its Tool call process (`<interaction>/tool/<step>/<index>`, the ToolCall workflow id)."""
+    step: int = Field(default=1, ge=1)
+    """The Interaction's model call sequence (1-based, counted across continue-as-new): a
+    model call's own, a tool call's the one whose response asked for it."""
+    attempt: int = Field(default=1, ge=1)
+    """1 the first try. A model call: one more for each new Effect of the same step (a
+    retry after the model provably did not run, a fallback model, a re-send of an unknown
+    outcome by policy or by the host). A tool call: the entry into its body (2 and on are
+    re-entries after `require_tool_input`, with `has_continuation`); a tool call is never
+    re-run by the framework."""
+    incarnation: int = Field(default=1, ge=1)
+    """The run of the Interaction that made the call: 1 the first, one more after each
+    continue-as-new (a state carried by an earlier release counts on from 1). Delegates
+    count their own."""
+
+
+class _Attributable(Protocol):
+    @property
+    def process_id(self) -> str: ...
+    @property
+    def model_call_seq(self) -> int: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def incarnation(self) -> int: ...
+
+
+class Attributed:
+    """Mixin of `ModelRequest` and `ToolInvocation`: their `attribution`."""
+
+    @property
+    def attribution(self: _Attributable) -> Attribution:
+        """This call's identities: process, step (`model_call_seq`), attempt, incarnation."""
+        return Attribution(
+            process_id=self.process_id,
+            step=self.model_call_seq,
+            attempt=self.attempt,
+            incarnation=self.incarnation,
+        )
 
 
 def _canonical(number: str, *, least: int) -> bool:

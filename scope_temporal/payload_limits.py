@@ -11,6 +11,7 @@ against a configured limit first:
   the tool did run, so a retry would repeat its side effects;
 - a model response over the limit: the model Effect is *unknown* likewise (nothing can
   be proven about a response that cannot be recorded);
+- both with a lower bound where a Definition sets `max_response_bytes` (its calls only);
 - new messages for a model call, or a tool-call input, over the limit (e.g. a 5 MB steer):
   the Interaction fails with `interaction.payload.too_large`, naming the model or tool.
 
@@ -21,6 +22,8 @@ fit (see `workflows/interaction.py`).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
@@ -42,5 +45,15 @@ def size_of(payload: BaseModel) -> int:
     return len(payload.model_dump_json().encode())
 
 
-def too_large(what: str, size: int, limit: int, advice: str) -> str:
-    return f"{what} is {size:,} bytes, over the payload limit of {limit:,} bytes. {advice}"
+def too_large(
+    what: str, size: int, limit: int, advice: str, *, bound: str = "the payload limit"
+) -> str:
+    return f"{what} is {size:,} bytes, over {bound} of {limit:,} bytes. {advice}"
+
+
+class ResponseLimit(NamedTuple):
+    """The largest model response or tool outcome a call may record, and what sets it."""
+
+    bytes: int
+    bound: str
+    """For errors: `the payload limit`, or the Definition's `max_response_bytes`."""

@@ -143,6 +143,8 @@ class ModelActivityInput(_Payload):
     options: Options
     context_reducer: str | None = None
     applied_signals: tuple[str, ...] = ()
+    attempt: int = 1
+    incarnation: int = 1
     advertised: tuple[str, ...] = ()
     """Deferred tools advertised so far (the manifest lists them after the others)."""
     prefix: ContextRef
@@ -202,6 +204,8 @@ _SHARED_WITH_REQUEST = {
     "model",
     "options",
     "context_reducer",
+    "attempt",
+    "incarnation",
     "applied_signals",
 }
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from scope_temporal.definition import Definition
 from scope_temporal.errors import DefinitionError
-from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
+from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES, ResponseLimit
 
 
 class Registry:
@@ -27,7 +27,8 @@ class Registry:
             accepts; see `scope_temporal.payload_limits`.
 
     Raises:
-        DefinitionError: two of the Definitions share one name.
+        DefinitionError: two of the Definitions share one name, or one's
+            `max_response_bytes` is over `payload_limit`.
     """
 
     def __init__(
@@ -41,6 +42,13 @@ class Registry:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise DefinitionError(f"Two Definitions share each of the names {duplicates}.")
+        for d in listed:
+            if d.max_response_bytes is not None and d.max_response_bytes > payload_limit:
+                raise DefinitionError(
+                    f"Definition {d.name!r}: max_response_bytes={d.max_response_bytes:,} is "
+                    f"over the worker's payload limit of {payload_limit:,} bytes, which bounds "
+                    "every response already; lower it, or raise payload_limit_bytes."
+                )
         self._definitions = {d.name: d for d in listed}
         self.payload_limit = payload_limit
 
@@ -55,6 +63,15 @@ class Registry:
 
     def lookup(self, name: str) -> Definition | None:
         return self._definitions.get(name)
+
+    def response_limit(self, definition: str) -> ResponseLimit:
+        """What bounds a model response or tool outcome of `definition`'s calls: its
+        `max_response_bytes` if set (never over the payload limit), else the payload limit."""
+        found = self._definitions.get(definition)
+        if found is None or found.max_response_bytes is None:
+            return ResponseLimit(self.payload_limit, "the payload limit")
+        bound = f"the response bound of Definition {definition!r} (max_response_bytes)"
+        return ResponseLimit(found.max_response_bytes, bound)
 
     def __repr__(self) -> str:
         return f"Registry({self.names}, payload_limit={self.payload_limit})"

@@ -31,7 +31,7 @@ from scope_temporal.models.not_called import NotCalled, classify_model_error
 from scope_temporal.models.protocol import Model, ModelRequest
 from scope_temporal.models.streaming import DeltaSink, collecting_deltas
 from scope_temporal.observers import ObserverHub
-from scope_temporal.payload_limits import size_of, too_large
+from scope_temporal.payload_limits import ResponseLimit, size_of, too_large
 
 ContextReducer = Callable[[list[Message]], "list[Message] | Awaitable[list[Message]]"]
 """Replaces the messages about to be sent (e.g. summarises old turns). Runs on the worker."""
@@ -84,6 +84,9 @@ async def call_model(
         tools=request.tools,
         options=request.options,
         model_call_seq=request.model_call_seq,
+        process_id=request.process_id,
+        attempt=request.attempt,
+        incarnation=request.incarnation,
     )
     await observers.emit("model_started", request=request)
     try:
@@ -119,30 +122,34 @@ async def model_once(
     models: Mapping[str, Model],
     reducers: Mapping[str, ContextReducer],
     observers: ObserverHub,
-    limit: int,
+    limit: ResponseLimit,
     on_delta: DeltaSink,
     around: Callable[[Awaitable[ModelResult]], Awaitable[ModelResult]] | None = None,
 ) -> ModelResult:
-    """One model call as `scope.model` makes it: `call_model`, its outcome bounded by the
-    payload limit. `around` wraps the call (the activity heartbeats there)."""
+    """One model call as `scope.model` makes it: `call_model`, its outcome bounded by
+    `limit` (the payload limit, or the Definition's `max_response_bytes`). `around`
+    wraps the call (the activity heartbeats there)."""
     work = call_model(request, models, reducers, observers, on_delta)
     outcome = await (work if around is None else around(work))
     return within_limit(outcome, request, limit)
 
 
-def within_limit(outcome: ModelResult, request: ModelEffectRequest, limit: int) -> ModelResult:
+def within_limit(
+    outcome: ModelResult, request: ModelEffectRequest, limit: ResponseLimit
+) -> ModelResult:
     """The outcome, or unknown if the response is over `limit`: nothing can be proven
     about a response that cannot be recorded."""
     size = size_of(outcome)
-    if not isinstance(outcome, ModelResponded) or size <= limit:
+    if not isinstance(outcome, ModelResponded) or size <= limit.bytes:
         return outcome
     return ModelUnknown(
         effect_id=outcome.effect_id,
         diagnostic=too_large(
             f"The response of model {request.model!r} (#{request.model_call_seq})",
             size,
-            limit,
+            limit.bytes,
             "It was not recorded; settle the effect by hand or lower max_tokens.",
+            bound=limit.bound,
         ),
     )
 

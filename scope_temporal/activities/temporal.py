@@ -183,7 +183,7 @@ class ScopeActivities:
                 models=self.models,
                 reducers=self.reducers,
                 observers=self.observers,
-                limit=self.registry.payload_limit,
+                limit=self.registry.response_limit(request.definition),
                 on_delta=streamed,
                 around=heartbeat.around,
             )

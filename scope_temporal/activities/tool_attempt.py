@@ -38,6 +38,7 @@ def invocation_of(attempt: ToolAttempt) -> ToolInvocation:
         call=request.call,
         effect_id=request.effect_id,
         attempt=attempt.entry,
+        incarnation=request.incarnation,
         continuation_state=attempt.continuation_state,
         continuation_response=attempt.continuation_response,
         has_continuation=attempt.has_continuation,
@@ -102,7 +103,8 @@ async def attempt_once(
 ) -> AttemptOutcome:
     """One attempt as `scope.tool` makes it: refused unless its Definition grants it, the
     body entered once with `runtime` reachable (`current_runtime()`), the outcome bounded
-    by the payload limit. `around` wraps the body's run (the activity heartbeats there).
+    by the payload limit (or the Definition's `max_response_bytes`). `around` wraps the
+    body's run (the activity heartbeats there).
     """
     request = attempt.request
     refused = unauthorised(request, registry.lookup(request.definition), tools)
@@ -112,7 +114,8 @@ async def attempt_once(
         work = run_tool_attempt(attempt, tools, middleware, observers)
         outcome = await (work if around is None else around(work))
     size = size_of(outcome)
-    if size <= registry.payload_limit:
+    limit = registry.response_limit(request.definition)
+    if size <= limit.bytes:
         return outcome
     # The body ran (its side effects happened) but its outcome cannot be recorded:
     # unknown, so the host settles it from the retained request; never re-run.
@@ -121,9 +124,10 @@ async def attempt_once(
         diagnostic=too_large(
             f"The {outcome.kind} outcome of tool {request.call.name!r}",
             size,
-            registry.payload_limit,
+            limit.bytes,
             "The tool ran, but its outcome was not recorded; settle the effect by hand. "
             "Have the tool return less (or store large output elsewhere and return a "
             "reference), or give the worker storage= to offload large payloads.",
+            bound=limit.bound,
         ),
     )

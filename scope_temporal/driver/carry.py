@@ -35,7 +35,7 @@ def carried(
         definition=input.definition,
         track_status=input.track_status,
         continue_as_new_every=input.continue_as_new_every,
-        state=machine.state,
+        state=machine.carried_state,
         context_sent=context_sent,
         settings=settings,
         events_to=input.events_to,

@@ -58,6 +58,11 @@ class ModelEffectRequest(_Frozen):
             return self
         return self.model_copy(update={"messages": (*base, *self.messages), "base": None})
 
+    attempt: int = 1
+    """Which Effect of this model call (`Attribution.attempt`): 1, one more per retry."""
+    incarnation: int = 1
+    """The Interaction's run that asked (`Attribution.incarnation`)."""
+
 
 class ToolEffectRequest(_Frozen):
     """Exactly what one tool call asked for."""
@@ -83,6 +88,23 @@ class ToolEffectRequest(_Frozen):
     """The calling Interaction's run context (`ToolInvocation.context`)."""
     budget: ToolBudget | None = None
     """What this call may use, allocated by its Interaction's Definition (`tool_budget`)."""
+    incarnation: int = 1
+    """The Interaction's run that made the call (`Attribution.incarnation`)."""
+
+
+_ATTRIBUTION = {"attempt": 1, "incarnation": 1}
+
+
+def same_request(
+    given: ModelEffectRequest | ToolEffectRequest, retained: ModelEffectRequest | ToolEffectRequest
+) -> bool:
+    """Whether a host's settlement was built from the retained request.
+
+    The attribution fields (`attempt`, `incarnation`) are the framework's bookkeeping, not
+    what was asked, and are left out: the effect id already names the attempt, and a
+    settlement recorded before they existed still matches its request on replay.
+    """
+    return given.model_copy(update=_ATTRIBUTION) == retained.model_copy(update=_ATTRIBUTION)
 
 
 # --- effects -----------------------------------------------------------------------

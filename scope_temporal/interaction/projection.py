@@ -140,6 +140,12 @@ class InteractionView:
         return self._state.base
 
     @property
+    def carried_state(self) -> InteractionState:
+        """The state the next run starts from (continue-as-new): a copy, one incarnation on."""
+        next_run = {"incarnation": self._state.incarnation + 1}
+        return self._state.model_copy(update=next_run, deep=True)
+
+    @property
     def process_id(self) -> str:
         return self._state.process_id
 

@@ -168,7 +168,9 @@ def _next(
 ) -> PendingModel:
     """The next attempt of the same model call (not emitted yet)."""
     return PendingModel(
-        request=pending.request.model_copy(update={"effect_id": effect_id}),
+        request=pending.request.model_copy(
+            update={"effect_id": effect_id, "attempt": pending.retries + 2}
+        ),
         retries=pending.retries + 1,
         model_index=pending.model_index if model_index is None else model_index,
         model_attempts=pending.model_attempts if model_attempts is None else model_attempts,

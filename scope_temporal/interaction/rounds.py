@@ -115,6 +115,7 @@ def _admit_call(
             call_index=index,
             call=call,
             effect_id=effect_id,
+            incarnation=s.incarnation,
             deferred_tools=tuple(t.name for t in definition.tools.deferred),
         ),
     )
@@ -173,6 +174,7 @@ def _tool_effect(
             deferred_tools=tuple(t.name for t in definition.tools.deferred),
             context=s.run_context,
             budget=definition.tool_budget,
+            incarnation=s.incarnation,
         ),
     )
 

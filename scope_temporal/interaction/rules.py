@@ -21,6 +21,7 @@ from scope_temporal.interaction.effects import (
     ModelResend,
     ModelSettlement,
     ToolEffectRequest,
+    same_request,
 )
 from scope_temporal.interaction.hooks import call_hook
 from scope_temporal.interaction.snapshot import ResultEntry
@@ -103,7 +104,7 @@ def check_resolution(s: InteractionState, settlement: ModelSettlement | ModelRes
         raise SettlementMismatch(
             f"Interaction {s.process_id!r} holds no unknown model effect to settle."
         )
-    if settlement.request != s.model.request:
+    if not same_request(settlement.request, s.model.request):
         raise SettlementMismatch(
             f"The settlement was built from another request (effect "
             f"{settlement.request.effect_id!r}, definition {settlement.request.definition!r}); "

@@ -142,3 +142,5 @@ class InteractionState(_State):
     """Tokens of the model calls, and of the delegates that ended."""
     model_attempts: list[ModelAttempt] = []
     """The latest attempts that gave no response (not called, or superseded)."""
+    incarnation: int = 1
+    """This run of the Interaction: 1, one more per continue-as-new (`Attribution`)."""

@@ -33,7 +33,7 @@ from scope_temporal.errors import ProtocolError, ScopeError, SettlementMismatch
 from scope_temporal.ids import approval_wait_id, wait_id
 from scope_temporal.interaction import approvals
 from scope_temporal.interaction.answers import answer_digest, check_answer
-from scope_temporal.interaction.effects import ToolEffectRequest, ToolSettlement
+from scope_temporal.interaction.effects import ToolEffectRequest, ToolSettlement, same_request
 from scope_temporal.interaction.rules import outcome_problem
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
@@ -304,7 +304,7 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
             raise SettlementMismatch(
                 f"Tool call {s.request.process_id!r} holds no unknown effect (phase {s.phase})."
             )
-        if settlement.request != s.request:
+        if not same_request(settlement.request, s.request):
             raise SettlementMismatch(
                 f"The settlement was built from another request (effect "
                 f"{settlement.request.effect_id!r}, definition {settlement.request.definition!r});"

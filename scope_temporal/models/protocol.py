@@ -2,7 +2,7 @@
 
 Imported on both sides of Temporal (the pure state machine builds `ModelRequest`s, the
 `scope.model` activity hands them to a `Model`), so this module depends only on the
-standard library, pydantic and `scope_temporal.chat`.
+standard library, pydantic, `scope_temporal.chat` and `scope_temporal.ids`.
 
 Contract of `Model.complete`:
 
@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from scope_temporal.chat import Message, Options, Response
+from scope_temporal.ids import Attributed
 
 __all__ = ["Model", "ModelRequest", "ToolDefinition"]
 
@@ -50,7 +51,7 @@ class ToolDefinition(BaseModel):
     """JSON schema of the arguments object."""
 
 
-class ModelRequest(BaseModel):
+class ModelRequest(Attributed, BaseModel):
     """Everything one model call needs; retained verbatim while its Effect is unknown."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -63,6 +64,12 @@ class ModelRequest(BaseModel):
     """Sampling options, passed to the provider unchanged."""
     model_call_seq: int = Field(default=1, ge=1)
     """1-based sequence number of this call within its Interaction."""
+    process_id: str = ""
+    """The Interaction making the call (empty in a request built by hand)."""
+    attempt: int = Field(default=1, ge=1)
+    """Which Effect of this model call this is (see `Attribution.attempt`)."""
+    incarnation: int = Field(default=1, ge=1)
+    """The run of the Interaction (1, then one more per continue-as-new)."""
 
 
 @runtime_checkable

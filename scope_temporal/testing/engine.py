@@ -313,7 +313,7 @@ class LocalTransport:
                 models=runner.models,
                 reducers=runner.reducers,
                 observers=runner.observers,
-                limit=runner.registry.payload_limit,
+                limit=runner.registry.response_limit(request.definition),
                 on_delta=publish,
             )
         finally:

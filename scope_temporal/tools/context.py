@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from scope_temporal.chat import ToolCall
 from scope_temporal.errors import TOOL_SCHEMA_INVALID, DefinitionError, InvalidInputRequest
+from scope_temporal.ids import Attributed
 from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.output import json_form
 from scope_temporal.tools.validation import check_schema
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 
-class ToolInvocation(BaseModel):
+class ToolInvocation(Attributed, BaseModel):
     """Everything a tool (and its middleware) knows about the call being executed."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -58,7 +59,10 @@ class ToolInvocation(BaseModel):
     """Stable for this logical call across attempts, recovery and continue-as-new: use it
     as the idempotency key with external systems."""
     attempt: int = 1
-    """Which entry of the logical call this is (1 = first); set by the caller."""
+    """Which entry into the body of the logical call this is (1 = first; more after
+    `require_tool_input`); set by the caller."""
+    incarnation: int = 1
+    """The run of the calling Interaction (1, then one more per continue-as-new)."""
     continuation_state: Any = None
     """The `state` given to `require_tool_input` (JSON form), on re-entry."""
     continuation_response: Any = None

@@ -77,6 +77,7 @@ def in_mode(definition: Definition, mode: ToolCallWorkflows) -> Definition:
         fallback_models=definition.fallback_models,
         max_total_tokens=definition.max_total_tokens,
         tool_budget=definition.tool_budget,
+        max_response_bytes=definition.max_response_bytes,
     )
 
 

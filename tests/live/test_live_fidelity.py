@@ -1,5 +1,6 @@
 """Scope fidelity live, in both tool-call mappings: a concurrency classifier run in
-workflow code (CONFORMANCE 51), options given at start (52), a Tool child's budget (53)."""
+workflow code (CONFORMANCE 51), options given at start (52), a Tool child's budget (53),
+attribution across continue-as-new (56), a Definition's response bound (57)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
+    Attribution,
     Definition,
     InteractionFailed,
     InteractionHandle,
@@ -20,9 +22,11 @@ from scope_temporal import (
     ScriptedModel,
     ToolBudget,
     ToolInvocation,
+    ToolResult,
     current_tool_call,
     reply,
     require_tool_input,
+    settle_tool_result,
     tool,
     tool_input_continuation,
 )
@@ -73,6 +77,22 @@ def ask(question: str) -> str:
     continuation = tool_input_continuation()
     entry = 1 if continuation is None else continuation[0] + 1
     require_tool_input(f"{question} #{entry}", {"type": "object"}, entry)
+
+
+ATTRIBUTIONS: list[Attribution] = []
+
+
+@tool(permission="read")
+def whoami() -> str:
+    """Say which call this is."""
+    ATTRIBUTIONS.append(current_tool_call().attribution)
+    return "me"
+
+
+@tool(permission="read")
+def dump(size: int) -> str:
+    """Return `size` characters."""
+    return "x" * size
 
 
 async def _result(handle: InteractionHandle) -> Any:
@@ -147,3 +167,54 @@ async def test_c53_a_tool_child_beyond_its_budget_fails_model_visibly(
     assert entry.disposition == "failed" and "budget" in entry.result.content
     tool_text = [r.content for m in model.requests[1].messages for r in m.tool_results]
     assert tool_text == [entry.result.content]
+
+
+async def test_c56_attribution_reaches_tools_and_models_and_counts_continue_as_new(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    named = Definition("whoami-live", tools=[whoami])
+    script = [reply.tool_calls(("whoami", {})), reply.tool_calls(("whoami", {})), reply.text("ok")]
+    model = ScriptedModel(script)
+    async with serving(temporal_env, [named], tools=[whoami], models={"default": model}) as scope:
+        handle = await scope.start(
+            "whoami-live", "go", id=fresh_id("attribution"), continue_as_new_every=1
+        )
+        assert (await _result(handle)).text == "ok"
+    # one continue-as-new after each model call's round: each run is one incarnation on
+    models = [
+        (r.process_id, r.step, r.attempt, r.incarnation)
+        for r in (q.attribution for q in model.requests)
+    ]
+    assert models == [(handle.id, n, 1, n) for n in (1, 2, 3)]
+    tools = [a for a in ATTRIBUTIONS if a.process_id.startswith(f"{handle.id}/")]
+    assert tools == [
+        Attribution(process_id=f"{handle.id}/tool/{n}/0", step=n, attempt=1, incarnation=n)
+        for n in (1, 2)
+    ]
+
+
+async def test_c57_results_over_a_definitions_bound_are_unknown_with_their_requests(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    bound = 2_000
+    bounded = Definition("bounded-live", tools=[dump], max_response_bytes=bound)
+    script = [reply.tool_calls(("dump", {"size": bound})), reply.text("y" * bound)]
+    model = ScriptedModel(script)
+    async with serving(temporal_env, [bounded], tools=[dump], models={"default": model}) as scope:
+        handle = await scope.start("bounded-live", "go", id=fresh_id("bounded"))
+        snap = await eventually(handle.snapshot, lambda s: bool(s.unknown_effects))
+        [tool_unknown] = snap.unknown_effects
+        assert tool_unknown.kind == "tool" and "max_response_bytes" in tool_unknown.diagnostic
+        request = tool_unknown.request
+        assert request.kind == "tool" and request.call.name == "dump"
+        result = ToolResult(call_id=request.call.id, name="dump", content="kept elsewhere")
+        await handle.resolve(tool_unknown, settle_tool_result(request, result, "succeeded"))
+        snap = await eventually(
+            handle.snapshot, lambda s: any(u.kind == "model" for u in s.unknown_effects)
+        )
+        [model_unknown] = snap.unknown_effects
+        assert "max_response_bytes" in model_unknown.diagnostic
+        assert model_unknown.request.kind == "model"
+        assert model_unknown.request.messages[-1].tool_results[0].content == "kept elsewhere"
+        await handle.cancel()
+    assert len(model.requests) == 2  # the over-bound response was not asked for again

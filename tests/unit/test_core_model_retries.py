@@ -76,7 +76,9 @@ async def test_a_model_not_called_is_retried_as_a_new_effect_and_the_run_complet
     out = await run.result(timeout=5)
     assert out.text == "hello" and out.model_calls == 1
     assert [r.model_call_seq for r in model.requests] == [1, 1, 1]
-    assert model.requests[0] == model.requests[2]  # the same request each time
+    same = {"attempt": 1}  # the same request each time, its attempt counted (c56)
+    assert model.requests[0] == model.requests[2].model_copy(update=same)
+    assert [r.attempt for r in model.requests] == [1, 2, 3]
     snap = run.snapshot()
     assert [(a.effect_id, a.status) for a in snap.model_attempts] == [
         ("local-1/model/1", 429),
@@ -165,7 +167,7 @@ async def test_the_host_retries_an_unknown_model_call_and_it_is_recorded_superse
     await run.retry_model_call(unknown)
     out = await run.result(timeout=5)
     assert out.text == "second try" and out.model_calls == 1
-    assert model.requests[0] == model.requests[1]
+    assert model.requests[0] == model.requests[1].model_copy(update={"attempt": 1})
     [superseded] = run.snapshot().model_attempts
     assert (superseded.effect_id, superseded.outcome, superseded.resent_by) == (
         "local-1/model/1",

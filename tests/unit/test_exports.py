@@ -18,6 +18,7 @@ EXPORTED = [
     "ApprovalRequest",
     "Artifact",
     "ArtifactDecodeError",
+    "Attribution",
     "BackgroundOperation",
     "BackgroundTool",
     "CanceledEvent",

@@ -81,7 +81,8 @@ def test_a_retryable_refusal_waits_then_sends_a_new_effect_with_the_same_request
         timedelta(seconds=1),
     )
     assert second.request.effect_id == "p/model/1/retry/1"
-    assert second.request == first.request.model_copy(update={"effect_id": "p/model/1/retry/1"})
+    retry = {"effect_id": "p/model/1/retry/1", "attempt": 2}  # a new Effect: attempt 2 (c56)
+    assert second.request == first.request.model_copy(update=retry)
     machine.on_model(ModelResponded(effect_id=second.request.effect_id, response=reply.text("ok")))
     out = machine.output
     assert out is not None and out.model_calls == 1  # retries are attempts of one call
