@@ -302,6 +302,15 @@ def _pin_apart() -> None:
         os.sched_setaffinity(int(task.name), cores[1:])
 
 
+def _slot_options(arguments: argparse.Namespace) -> dict[str, Any]:
+    """Slot limits given on the command line (none: the ScopeWorker's defaults)."""
+    options = {
+        "max_concurrent_workflow_tasks": arguments.workflow_slots,
+        "max_concurrent_activities": arguments.activity_slots,
+    }
+    return {name: value for name, value in options.items() if value is not None}
+
+
 async def _main(arguments: argparse.Namespace) -> int:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli_path(),
@@ -318,7 +327,11 @@ async def _main(arguments: argparse.Namespace) -> int:
         for trial in range(arguments.trials):
             with cpu_hog(None if arguments.hog else 0):
                 result = await run_overload(
-                    env.client, runs=arguments.runs, mode=arguments.mode, activity_times=True
+                    env.client,
+                    runs=arguments.runs,
+                    mode=arguments.mode,
+                    activity_times=True,
+                    worker_options=_slot_options(arguments),
                 )
             print(f"trial={trial + 1} hog={arguments.hog} {result.line()}", flush=True)
             if result.latencies:
@@ -340,5 +353,7 @@ if __name__ == "__main__":
         default=0,
         help="run client and worker at this niceness (not the server, not the hog)",
     )
+    parser.add_argument("--workflow-slots", type=int, default=None)
+    parser.add_argument("--activity-slots", type=int, default=None)
     parser.add_argument("--mode", default="always", choices=["always", "on_demand"])
     sys.exit(asyncio.run(_main(parser.parse_args())))

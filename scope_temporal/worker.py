@@ -39,6 +39,7 @@ from scope_temporal.payload_limits import (
     OFFLOADED_PAYLOAD_LIMIT_BYTES,
 )
 from scope_temporal.registry import Registry
+from scope_temporal.sizing import sized_worker_options, usable_cpus
 from scope_temporal.telemetry.install import worker_telemetry
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
@@ -99,6 +100,11 @@ class ScopeWorker:
             it, so a changed Definition never reaches a running Interaction; new ones run
             on the version made current (`scope_temporal.versioning`, docs/deploy.md).
         build_id: the build this worker runs (e.g. the release's git commit).
+        worker_options: passed on to Temporal's `Worker`. Without `tuner=` or a
+            `max_concurrent_*` option, its slots are sized from the CPU count
+            (`scope_temporal.sizing`: 4 workflow tasks and 32 activities per CPU), so
+            an overloaded worker leaves work queued on the server instead of taking
+            more than it can run before heartbeat timeouts.
 
     A worker serving a Definition that binds background tools also serves their task
     tools (`task_status`, `task_output`, `task_cancel`); with a handoff tool it polls a
@@ -133,6 +139,7 @@ class ScopeWorker:
         build_id: str | None = None,
         **worker_options: Any,
     ) -> None:
+        worker_options = sized_worker_options(worker_options, usable_cpus())
         versioning = pinned_deployment(deployment, build_id)
         if versioning is not None:
             if "deployment_config" in worker_options:
