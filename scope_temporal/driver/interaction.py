@@ -15,7 +15,8 @@ every engine:
  3. The run's settings (digest, payload limit, served delegates) are recorded when it
     starts; signals that arrive before are held until then, so a replay decides alike.
  4. At a round boundary with nothing in flight the run may continue as new, if the
-    state fits in the next run's input.
+    state fits in the next run's input; if it never does, the run fails before its
+    history reaches Temporal's limits (`carry`).
  5. Cancelled, it cancels its children and the background tasks its calls launched.
 """
 
@@ -27,6 +28,7 @@ from typing import Any, assert_never
 
 from scope_temporal import errors, names
 from scope_temporal.driver.calls import run_delegate, run_tool_call
+from scope_temporal.driver.carry import refuse_carry
 from scope_temporal.driver.inputs import check_size, check_steer_room, settlement_for
 from scope_temporal.driver.model_calls import ModelCaller
 from scope_temporal.driver.start import changed_definition
@@ -187,9 +189,10 @@ class InteractionDriver:
     def _can_carry(self) -> bool:
         """Whether the state fits in the next run's input (under the payload limit).
 
-        If not (a huge conversation and no external storage), this run goes on instead:
-        its history still grows by one round at a time, and the check is repeated only
-        every `_CARRY_RETRY_CALLS` model calls, so it never costs a copy per round.
+        If not (a huge conversation and no external storage), this run goes on instead
+        while its history stays well under Temporal's limits, then fails with
+        `interaction.state.too_large` (see `carry`); the check is repeated only every
+        `_CARRY_RETRY_CALLS` model calls, so it never costs a copy per round.
         """
         machine = self.machine
         if machine.model_calls_started < self._carry_checked_until:
@@ -198,10 +201,11 @@ class InteractionDriver:
         if size <= self.limit:
             return True
         self._carry_checked_until = machine.model_calls_started + _CARRY_RETRY_CALLS
-        self._transport.warn(
-            f"not continuing as new: the state is {size} bytes, over the payload limit of "
-            f"{self.limit}; configure storage= on the worker to offload it"
-        )
+        refused = refuse_carry(size, self.limit, self._transport.history_usage())
+        if refused.fail:
+            machine.fail(errors.STATE_TOO_LARGE, refused.message)
+        else:
+            self._transport.warn(refused.message)
         return False
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:

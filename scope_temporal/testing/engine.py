@@ -23,6 +23,7 @@ from typing import Any, NoReturn, Protocol
 from scope_temporal import errors, names
 from scope_temporal.activities.model_call import ContextReducer, model_once
 from scope_temporal.activities.tool_attempt import attempt_once
+from scope_temporal.driver.carry import NO_HISTORY, HistoryUsage
 from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.driver.start import open_machine, settings_of
 from scope_temporal.driver.tool_call import ToolCallDriver
@@ -311,6 +312,9 @@ class LocalTransport:
 
     def continue_as_new_suggested(self) -> bool:
         return False  # no history grows here
+
+    def history_usage(self) -> HistoryUsage:
+        return NO_HISTORY
 
     async def continue_as_new(self, input: InteractionInput) -> NoReturn:
         raise _ContinueAsNew(input)

@@ -67,7 +67,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sides", ("workflows", "activities", "background", "tasks", "telemetry")),
     (
         "shell",
-        ("worker", "client", "tree", "converter", "storage", "versioning", "testing"),
+        (
+            "worker",
+            "client",
+            "tree",
+            "converter",
+            "storage",
+            "sizing",
+            "versioning",
+            "testing",
+        ),
     ),
     ("cli", ("cli",)),
 )
