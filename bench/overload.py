@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import os
 import statistics
@@ -29,6 +30,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package
@@ -280,7 +282,9 @@ async def _terminate_open(client: Client, task_queue: str) -> None:
         f"TaskQueue = '{task_queue}' AND ExecutionStatus = 'Running'"
     ):
         if "/" not in execution.id:  # a root: its children are cancelled with it
-            await client.get_workflow_handle(execution.id).terminate("overload bench")
+            # it may have completed since the (eventually consistent) listing
+            with contextlib.suppress(RPCError):
+                await client.get_workflow_handle(execution.id).terminate("overload bench")
 
 
 def _pin_apart() -> None:

@@ -27,6 +27,10 @@ Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
 - throughput: 100 Interactions of 3 rounds at once on one worker: rate, p50/p99 latency.
 - long: 1,000 model calls in one Interaction, one small tool call each (continue-as-new
   on the way); wall time, runs, peak memory of the process.
+- long_state: 5,000 rounds of 1 KB tool results with a DirectoryStorage: runs, the most
+  events and bytes of one run, wall time, store size (bench/limits.py).
+- overload: 100 W runs at once on one worker beside a CPU hog: completed, unknowns, wall
+  time, latency p50/p99 (bench/limits.py, bench/overload.py).
 
 The dev server runs with the settings of `scope_temporal.testing.devserver` (one
 task-queue partition, `history.transferProcessorMaxPollRPS=1000`).
@@ -61,7 +65,7 @@ from temporalio.worker import Worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package
 
-from bench import baselines, workload
+from bench import baselines, limits, workload
 from scope_temporal import (
     Definition,
     ModelRequest,
@@ -470,7 +474,7 @@ async def long_run(env: WorkflowEnvironment, model_calls: int) -> None:
 # --- main -------------------------------------------------------------------------------
 
 
-ALL = ("overhead", "history", "concurrency", "throughput", "long")
+ALL = ("overhead", "history", "concurrency", "throughput", "long", "long_state", "overload")
 
 
 async def main(quick: bool, only: tuple[str, ...]) -> None:
@@ -494,6 +498,10 @@ async def main(quick: bool, only: tuple[str, ...]) -> None:
             await throughput(env, count=20 if quick else 100)
         if "long" in only:
             await long_run(env, model_calls=100 if quick else 1000)
+        if "long_state" in only:
+            await limits.long_state(env, rounds=300 if quick else 5000)
+        if "overload" in only:
+            await limits.overload(env, runs=20 if quick else 100)
     finally:
         await env.shutdown()
 

@@ -69,10 +69,14 @@ class ScopeWorker:
         middleware: tool middleware applied to every tool, outermost first.
         sticky_queue_schedule_to_start_timeout: short by default, so after a worker dies
             an unknown Effect surfaces about one heartbeat timeout + 1 s later.
-        storage: where to offload payloads over 256 KiB (e.g. `DirectoryStorage(path)`);
-            clients must use the same one. None keeps every payload in history.
+        storage: where to offload payloads over 256 KiB (e.g. `DirectoryStorage(path)`,
+            or `S3StorageDriver` on a cluster); clients must use the same one. None keeps
+            the client's external storage, if its converter has one, else every payload
+            stays in history, and an Interaction whose state outgrows the payload limit
+            cannot continue as new: it fails with `interaction.state.too_large` before
+            its history reaches Temporal's limits.
         payload_limit_bytes: the largest payload (model request/response, tool input and
-            result) the framework accepts; default 1 MB, or 64 MB with `storage`. See
+            result) the framework accepts; default 1 MB, or 64 MB with external storage. See
             `scope_temporal.payload_limits`.
         materializer: where background tasks' progress output is stored (default a
             `LocalFileMaterializer` in `.scope/task-output` of the working directory).
@@ -152,14 +156,15 @@ class ScopeWorker:
         self.tools = ToolRegistry(tools)
         reducers = dict(reducers or {})
         _check_bindings(definitions, self.tools, models, reducers)
+        self.client = with_scope_converter(client, storage)
         if payload_limit_bytes is None:
+            offloads = self.client.data_converter.external_storage is not None
             payload_limit_bytes = (
-                DEFAULT_PAYLOAD_LIMIT_BYTES if storage is None else OFFLOADED_PAYLOAD_LIMIT_BYTES
+                OFFLOADED_PAYLOAD_LIMIT_BYTES if offloads else DEFAULT_PAYLOAD_LIMIT_BYTES
             )
         self.registry = Registry(definitions, payload_limit=payload_limit_bytes)
         """What this worker serves: its Definitions and payload limit."""
         self.task_queue = task_queue
-        self.client = with_scope_converter(client, storage)
         self.client, telemetry = worker_telemetry(
             self.client, task_queue=task_queue, models=models, tracing=tracing, metrics=metrics
         )
