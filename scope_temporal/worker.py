@@ -31,6 +31,7 @@ from scope_temporal.background.tool import BackgroundTool
 from scope_temporal.converter import with_scope_converter
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ConfigurationError, DefinitionError
+from scope_temporal.loop_watch import LoopWatch
 from scope_temporal.models.protocol import Model
 from scope_temporal.names import DEFAULT_TASK_QUEUE
 from scope_temporal.observers import ObserverFailure, ObserverHub
@@ -210,6 +211,8 @@ class ScopeWorker:
                 **worker_options,
             },
         )
+        self.loop_watch = LoopWatch()
+        """Warns in the log when the event loop runs late (see `scope_temporal.loop_watch`)."""
         self._adopter = (
             None
             if adopt_queue is None
@@ -233,7 +236,11 @@ class ScopeWorker:
 
     async def run(self) -> None:
         """Serve until cancelled or `shutdown()`."""
-        await asyncio.gather(*(w.run() for w in self._workers))
+        self.loop_watch.start()
+        try:
+            await asyncio.gather(*(w.run() for w in self._workers))
+        finally:
+            await self.loop_watch.stop()
 
     async def shutdown(self) -> None:
         await asyncio.gather(*(w.shutdown() for w in self._workers))
@@ -241,6 +248,7 @@ class ScopeWorker:
     async def __aenter__(self) -> ScopeWorker:
         for worker in self._workers:
             await worker.__aenter__()
+        self.loop_watch.start()
         return self
 
     async def __aexit__(
@@ -249,6 +257,7 @@ class ScopeWorker:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        await self.loop_watch.stop()
         for worker in reversed(self._workers):
             await worker.__aexit__(exc_type, exc, tb)
 

@@ -73,6 +73,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tree",
             "converter",
             "storage",
+            "loop_watch",
             "sizing",
             "versioning",
             "testing",
