@@ -38,7 +38,8 @@ from scope_temporal.chat import (
 )
 from scope_temporal.client import InteractionHandle, ScopeClient
 from scope_temporal.converter import scope_data_converter
-from scope_temporal.definition import Definition, Delegate, ToolSet
+from scope_temporal.definition import Definition, ToolSet
+from scope_temporal.delegates import Delegate
 from scope_temporal.errors import (
     ArtifactDecodeError,
     ConfigurationError,
@@ -48,6 +49,7 @@ from scope_temporal.errors import (
     InteractionFailed,
     InteractionNotFound,
     InvalidInputRequest,
+    InvalidOptions,
     InvalidSignal,
     InvalidToolInput,
     NoSuchWait,
@@ -62,6 +64,7 @@ from scope_temporal.errors import (
 from scope_temporal.ids import ToolCallRef
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
+    ModelAttempt,
     PendingToolInput,
     ProcessSnapshot,
     ResultEntry,
@@ -76,6 +79,7 @@ from scope_temporal.models import (
     ModelNotCalled,
     ModelRejected,
     ModelRequest,
+    ModelRetry,
     ModelUnavailable,
     NotCalled,
     NotProven,
@@ -86,13 +90,22 @@ from scope_temporal.models import (
     retry_after_from_headers,
 )
 from scope_temporal.models.streaming import LiveText, stream_delta
-from scope_temporal.outputs import Artifact, CompletionCandidate, CompletionDecision, Output
+from scope_temporal.outputs import (
+    Artifact,
+    CompletionCandidate,
+    CompletionDecision,
+    Output,
+    TokenUsage,
+)
 from scope_temporal.settle import settle_model_result, settle_tool_result
 from scope_temporal.storage import DirectoryStorage
 from scope_temporal.tools import (
+    ConcurrencyClassifier,
     HostFailure,
     Middleware,
+    OutputMask,
     Tool,
+    ToolBudget,
     ToolFailure,
     ToolInvocation,
     ToolOutput,
@@ -137,6 +150,7 @@ __all__ = [
     "BackgroundTool",
     "CompletionCandidate",
     "CompletionDecision",
+    "ConcurrencyClassifier",
     "ConfigurationError",
     "Definition",
     "DefinitionError",
@@ -151,6 +165,7 @@ __all__ = [
     "InteractionHandle",
     "InteractionNotFound",
     "InvalidInputRequest",
+    "InvalidOptions",
     "InvalidSignal",
     "InvalidToolInput",
     "LiveText",
@@ -158,10 +173,12 @@ __all__ = [
     "Message",
     "Middleware",
     "Model",
+    "ModelAttempt",
     "ModelContextOverflow",
     "ModelNotCalled",
     "ModelRejected",
     "ModelRequest",
+    "ModelRetry",
     "ModelUnavailable",
     "NoSuchWait",
     "NotCalled",
@@ -169,6 +186,7 @@ __all__ = [
     "OpenAIChatModel",
     "Options",
     "Output",
+    "OutputMask",
     "OutputMaterializer",
     "PendingToolInput",
     "ProcessSnapshot",
@@ -193,7 +211,9 @@ __all__ = [
     "TaskNotFound",
     "TaskRun",
     "TaskSnapshot",
+    "TokenUsage",
     "Tool",
+    "ToolBudget",
     "ToolCall",
     "ToolCallRef",
     "ToolDefinition",

@@ -18,6 +18,7 @@ MODEL_REJECTED = "interaction.model.rejected"
 MODEL_CONTEXT_OVERFLOW = "interaction.model.context_overflow"
 MODEL_UNAVAILABLE = "interaction.model.unavailable"
 LIMIT_MODEL_CALLS = "interaction.limit.model_calls"
+LIMIT_TOKENS = "interaction.limit.tokens"
 HOST_FAILED = "interaction.host.failed"
 SIGNAL_INVALID = "interaction.signal.invalid"
 SIGNAL_CONFLICT = "interaction.signal.conflict"
@@ -39,6 +40,7 @@ DELEGATE_FAILED = "interaction.delegate.failed"
 TOOL_CHILD_REJECTED = "interaction.tool_child.rejected"
 CONFIGURATION_INVALID = "interaction.configuration.invalid"
 ARTIFACT_INVALID = "interaction.artifact.invalid"
+OPTIONS_INVALID = "interaction.options.invalid"
 # Tools
 TOOL_NOT_FOUND = "tool.not_found"
 TOOL_NOT_AUTHORIZED = "tool.not_authorized"
@@ -49,6 +51,7 @@ TOOL_TIMEOUT = "tool.timeout"
 TOOL_WAIT_UNKNOWN = "tool.wait.unknown"
 TOOL_ANSWER_INVALID = "tool.answer.invalid"
 TOOL_APPROVAL_DENIED = "tool.approval.denied"
+TOOL_BUDGET_EXHAUSTED = "tool.budget.exhausted"
 # Background tasks
 TASK_LOST = "tool.background.lost"
 TASK_NOT_FOUND = "tool.background.not_found"
@@ -66,6 +69,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     MODEL_CONTEXT_OVERFLOW: "quota",
     MODEL_UNAVAILABLE: "external",
     LIMIT_MODEL_CALLS: "quota",
+    LIMIT_TOKENS: "quota",
     HOST_FAILED: "host",
     SIGNAL_INVALID: "contract",
     SIGNAL_CONFLICT: "contract",
@@ -86,6 +90,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_CHILD_REJECTED: "host",
     CONFIGURATION_INVALID: "host",
     ARTIFACT_INVALID: "contract",
+    OPTIONS_INVALID: "contract",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
     TOOL_INPUT_INVALID: "contract",
@@ -96,6 +101,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_ANSWER_INVALID: "contract",
     # Denied by a person, the approver hook or the policy: the host's decision.
     TOOL_APPROVAL_DENIED: "host",
+    TOOL_BUDGET_EXHAUSTED: "quota",
     TASK_LOST: "external",
     TASK_NOT_FOUND: "contract",
     TASK_ENDED: "contract",
@@ -157,6 +163,12 @@ class ProtocolError(ScopeError):
     """An input the state machine does not accept in its current state; nothing changed."""
 
     default_code = PROTOCOL_INVALID
+
+
+class InvalidOptions(ScopeError, ValueError):
+    """Sampling options given at start that the model cannot take; nothing was started."""
+
+    default_code = OPTIONS_INVALID
 
 
 class InvalidSignal(ScopeError):
@@ -254,6 +266,7 @@ _REFUSALS: dict[str, type[ScopeError]] = {
     DEFINITION_UNKNOWN: UnknownDefinition,
     TASK_ENDED: TaskEnded,
     PAYLOAD_TOO_LARGE: InvalidSignal,
+    OPTIONS_INVALID: InvalidOptions,
 }
 
 
