@@ -76,6 +76,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "loop_watch",
             "sizing",
             "versioning",
+            "routing",
             "testing",
         ),
     ),

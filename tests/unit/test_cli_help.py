@@ -19,6 +19,7 @@ def test_the_cli_has_every_command_of_the_issue() -> None:
         "replay-check",
         "resolve",
         "run",
+        "setup",
         "steer",
         "worker",
     ]
