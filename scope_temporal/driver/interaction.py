@@ -212,13 +212,9 @@ class InteractionDriver:
         )
 
     def _can_carry(self) -> bool:
-        """Whether the state fits in the next run's input (under the payload limit).
-
-        If not (a huge conversation and no external storage), this run goes on instead
-        while its history stays well under Temporal's limits, then fails with
-        `interaction.state.too_large` (see `carry`); the check is repeated only every
-        `_CARRY_RETRY_CALLS` model calls, so it never costs a copy per round.
-        """
+        """Whether the state fits in the next run's input. If not (no external storage),
+        the run goes on, or fails when its history nears Temporal's limits (`carry`),
+        checked again only every `_CARRY_RETRY_CALLS` model calls (no copy per round)."""
         machine = self.machine
         if machine.model_calls_started < self._carry_checked_until:
             return False
