@@ -33,6 +33,10 @@ Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
 - sessions: one session of 1,000 turns: history per run (bench/sessions.py).
 - idle: 10,000 idle sessions on one worker (`--idle N` for another size): memory, and the
   next turn's latency p50/p99 (bench/sessions.py).
+- long_state: 5,000 rounds of 1 KB tool results with a DirectoryStorage: runs, the most
+  events and bytes of one run, wall time, store size (bench/limits.py).
+- overload: 100 W runs at once on one worker beside a CPU hog: completed, unknowns, wall
+  time, latency p50/p99 (bench/limits.py, bench/overload.py).
 
 The dev server runs with the settings of `scope_temporal.testing.devserver` (one
 task-queue partition, `history.transferProcessorMaxPollRPS=1000`).
@@ -67,7 +71,7 @@ from temporalio.worker import Worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package
 
-from bench import baselines, events, workload
+from bench import baselines, events, limits, workload
 from bench import sessions as session_bench
 from scope_temporal import (
     Definition,
@@ -477,7 +481,18 @@ async def long_run(env: WorkflowEnvironment, model_calls: int) -> None:
 # --- main -------------------------------------------------------------------------------
 
 
-ALL = ("overhead", "history", "concurrency", "throughput", "long", "events", "sessions", "idle")
+ALL = (
+    "overhead",
+    "history",
+    "concurrency",
+    "throughput",
+    "long",
+    "events",
+    "sessions",
+    "idle",
+    "long_state",
+    "overload",
+)
 
 
 async def main(quick: bool, only: tuple[str, ...], idle: int | None = None) -> None:
@@ -508,6 +523,10 @@ async def main(quick: bool, only: tuple[str, ...], idle: int | None = None) -> N
         if "idle" in only:
             count = idle or (500 if quick else 10_000)
             await session_bench.idle(env, count=count, sample=100, figure=figure)
+        if "long_state" in only:
+            await limits.long_state(env, rounds=300 if quick else 5000)
+        if "overload" in only:
+            await limits.overload(env, runs=20 if quick else 100)
     finally:
         await env.shutdown()
 

@@ -33,6 +33,8 @@ ID_IN_USE = "interaction.id.in_use"
 CANCELED = "interaction.canceled"
 SETTLEMENT_MISMATCH = "interaction.settlement.mismatch"
 PAYLOAD_TOO_LARGE = "interaction.payload.too_large"
+# The state outgrew the payload limit and the history nears Temporal's: configure storage.
+STATE_TOO_LARGE = "interaction.state.too_large"
 DELEGATE_REJECTED = "interaction.delegate.rejected"
 DELEGATE_FAILED = "interaction.delegate.failed"
 TOOL_CHILD_REJECTED = "interaction.tool_child.rejected"
@@ -89,6 +91,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     CANCELED: "canceled",
     SETTLEMENT_MISMATCH: "contract",
     PAYLOAD_TOO_LARGE: "host",
+    STATE_TOO_LARGE: "host",
     DELEGATE_REJECTED: "host",
     DELEGATE_FAILED: "external",
     TOOL_CHILD_REJECTED: "host",

@@ -28,12 +28,12 @@ class DirectoryStorage(StorageDriver):
     """Stores each payload as a file named by its sha256 (content-addressed, idempotent).
 
     Args:
-        root: the directory; every worker and client must see the same one.
+        root: the directory; every worker and client must see the same one. It is
+            created when the first payload is stored.
     """
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
 
     def name(self) -> str:
         return "scope-directory"
@@ -53,6 +53,7 @@ class DirectoryStorage(StorageDriver):
         digest = hashlib.sha256(data).hexdigest()
         path = self.root / digest
         if not path.exists():
+            self.root.mkdir(parents=True, exist_ok=True)
             partial = path.with_suffix(".partial")
             partial.write_bytes(data)
             partial.replace(path)

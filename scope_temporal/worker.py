@@ -32,6 +32,7 @@ from scope_temporal.background.tool import BackgroundTool
 from scope_temporal.converter import with_scope_converter
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ConfigurationError, DefinitionError
+from scope_temporal.loop_watch import LoopWatch
 from scope_temporal.models.protocol import Model
 from scope_temporal.names import DEFAULT_TASK_QUEUE
 from scope_temporal.observers import ObserverFailure, ObserverHub
@@ -41,6 +42,7 @@ from scope_temporal.payload_limits import (
 )
 from scope_temporal.registry import Registry
 from scope_temporal.routing import routed_tools, unserved_queues, unserved_warning
+from scope_temporal.sizing import sized_worker_options, usable_cpus
 from scope_temporal.telemetry.install import worker_telemetry
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
@@ -78,10 +80,14 @@ class ScopeWorker:
         middleware: tool middleware applied to every tool, outermost first.
         sticky_queue_schedule_to_start_timeout: short by default, so after a worker dies
             an unknown Effect surfaces about one heartbeat timeout + 1 s later.
-        storage: where to offload payloads over 256 KiB (e.g. `DirectoryStorage(path)`);
-            clients must use the same one. None keeps every payload in history.
+        storage: where to offload payloads over 256 KiB (e.g. `DirectoryStorage(path)`,
+            or `S3StorageDriver` on a cluster); clients must use the same one. None keeps
+            the client's external storage, if its converter has one, else every payload
+            stays in history, and an Interaction whose state outgrows the payload limit
+            cannot continue as new: it fails with `interaction.state.too_large` before
+            its history reaches Temporal's limits.
         payload_limit_bytes: the largest payload (model request/response, tool input and
-            result) the framework accepts; default 1 MB, or 64 MB with `storage`. See
+            result) the framework accepts; default 1 MB, or 64 MB with external storage. See
             `scope_temporal.payload_limits`.
         materializer: where background tasks' progress output is stored (default a
             `LocalFileMaterializer` in `.scope/task-output` of the working directory).
@@ -114,6 +120,11 @@ class ScopeWorker:
             Definitions, so the digest and authority checks are the same as anywhere.
             A tool declared with `@tool(task_queue=...)` runs only on the workers of that
             queue: start one with role `activities` (or `all`) there.
+        worker_options: passed on to Temporal's `Worker`. Without `tuner=` or a
+            `max_concurrent_*` option, its slots are sized from the CPU count
+            (`scope_temporal.sizing`: 4 workflow tasks and 32 activities per CPU), so
+            an overloaded worker leaves work queued on the server instead of taking
+            more than it can run before heartbeat timeouts.
 
     A worker serving a Definition that binds background tools also serves their task
     tools (`task_status`, `task_output`, `task_cancel`); with a handoff tool it polls a
@@ -156,6 +167,7 @@ class ScopeWorker:
                 "'activities'."
             )
         self.role: WorkerRole = role
+        worker_options = sized_worker_options(worker_options, usable_cpus())
         versioning = pinned_deployment(deployment, build_id)
         if versioning is not None:
             if "deployment_config" in worker_options:
@@ -168,14 +180,15 @@ class ScopeWorker:
         self.tools = ToolRegistry(tools)
         reducers = dict(reducers or {})
         _check_bindings(definitions, self.tools, models, reducers)
+        self.client = with_scope_converter(client, storage)
         if payload_limit_bytes is None:
+            offloads = self.client.data_converter.external_storage is not None
             payload_limit_bytes = (
-                DEFAULT_PAYLOAD_LIMIT_BYTES if storage is None else OFFLOADED_PAYLOAD_LIMIT_BYTES
+                OFFLOADED_PAYLOAD_LIMIT_BYTES if offloads else DEFAULT_PAYLOAD_LIMIT_BYTES
             )
         self.registry = Registry(definitions, payload_limit=payload_limit_bytes)
         """What this worker serves: its Definitions and payload limit."""
         self.task_queue = task_queue
-        self.client = with_scope_converter(client, storage)
         self.client, telemetry = worker_telemetry(
             self.client, task_queue=task_queue, models=models, tracing=tracing, metrics=metrics
         )
@@ -233,6 +246,8 @@ class ScopeWorker:
                 **worker_options,
             },
         )
+        self.loop_watch = LoopWatch()
+        """Warns in the log when the event loop runs late (see `scope_temporal.loop_watch`)."""
         self._adopter = (
             None
             if adopt_queue is None or role == "workflows"
@@ -261,7 +276,11 @@ class ScopeWorker:
 
     async def run(self) -> None:
         """Serve until cancelled or `shutdown()`."""
-        await asyncio.gather(*(w.run() for w in self._workers))
+        self.loop_watch.start()
+        try:
+            await asyncio.gather(*(w.run() for w in self._workers))
+        finally:
+            await self.loop_watch.stop()
 
     async def shutdown(self) -> None:
         await asyncio.gather(*(w.shutdown() for w in self._workers))
@@ -270,6 +289,7 @@ class ScopeWorker:
         for worker in self._workers:
             await worker.__aenter__()
         await self._check_tool_queues()
+        self.loop_watch.start()
         return self
 
     async def _check_tool_queues(self) -> None:
@@ -287,6 +307,7 @@ class ScopeWorker:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        await self.loop_watch.stop()
         for worker in reversed(self._workers):
             await worker.__aexit__(exc_type, exc, tb)
 

@@ -20,12 +20,14 @@ from typing import Any, TypeVar
 import click
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.client import Client
-from temporalio.converter import DataConverter
+from temporalio.converter import DataConverter, ExternalStorage, StorageDriver
 from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
 from scope_temporal.cli._converter import DECODE_HINT, is_decode_failure, load_data_converter
+from scope_temporal.cli._storage import STORAGE_OPTION, storage_driver
 from scope_temporal.client import ScopeClient
+from scope_temporal.converter import DEFAULT_OFFLOAD_THRESHOLD_BYTES
 from scope_temporal.names import DEFAULT_TASK_QUEUE
 from scope_temporal.routing import has_pollers
 
@@ -56,6 +58,8 @@ class Connection:
     task_queue: str
     data_converter: DataConverter | None = None
     """The app's converter (its payload codec, failure converter); None: Temporal's."""
+    storage: StorageDriver | None = None
+    """Where payloads over 256 KiB go (`--storage`), unless the converter has a store."""
 
     def with_converter(self, converter: DataConverter | None) -> Connection:
         """This connection with `converter`, unless one was given on the command line."""
@@ -75,7 +79,7 @@ class Connection:
                 Client.connect(
                     self.address,
                     namespace=self.namespace,
-                    data_converter=self.data_converter or DataConverter.default,
+                    data_converter=self._converter(),
                     runtime=runtime,
                     **tls_options(),
                 ),
@@ -87,6 +91,15 @@ class Connection:
                 f"{error or 'timed out'}.\n  Start a local server with `scope-temporal dev`, "
                 "or point --address / TEMPORAL_ADDRESS at your cluster."
             ) from None
+
+    def _converter(self) -> DataConverter:
+        converter = self.data_converter or DataConverter.default
+        if self.storage is None or converter.external_storage is not None:
+            return converter
+        external = ExternalStorage(
+            drivers=[self.storage], payload_size_threshold=DEFAULT_OFFLOAD_THRESHOLD_BYTES
+        )
+        return replace(converter, external_storage=external)
 
     def args(self) -> list[str]:
         """The options naming this server, for commands printed for the user to run."""
@@ -170,8 +183,8 @@ _TASK_QUEUE = click.option(
 
 
 def connection_options(fn: Callable[..., T]) -> Callable[..., T]:
-    """Add `--address`, `--namespace`, `--task-queue` and `--data-converter`; the command
-    receives `connection`."""
+    """Add `--address`, `--namespace`, `--task-queue`, `--data-converter` and
+    `--storage`; the command receives `connection`."""
 
     @functools.wraps(fn)
     def command(
@@ -180,28 +193,37 @@ def connection_options(fn: Callable[..., T]) -> Callable[..., T]:
         namespace: str,
         task_queue: str,
         data_converter: str | None,
+        storage: str,
         **kwargs: Any,
     ) -> T:
         converter = load_data_converter(data_converter) if data_converter else None
-        connection = Connection(address, namespace, task_queue, converter)
+        store = storage_driver(storage)
+        connection = Connection(address, namespace, task_queue, converter, store)
         return fn(*args, connection=connection, **kwargs)
 
-    return _ADDRESS(_NAMESPACE(_TASK_QUEUE(_DATA_CONVERTER(command))))
+    return _ADDRESS(_NAMESPACE(_TASK_QUEUE(_DATA_CONVERTER(STORAGE_OPTION(command)))))
 
 
 def server_options(fn: Callable[..., T]) -> Callable[..., T]:
-    """Add `--address`, `--namespace` and `--data-converter` (commands that address
-    Interactions by id, which need no task queue); the command receives `connection`."""
+    """Add `--address`, `--namespace`, `--data-converter` and `--storage` (commands that
+    address Interactions by id, which need no task queue); the command receives
+    `connection`."""
 
     @functools.wraps(fn)
     def command(
-        *args: Any, address: str, namespace: str, data_converter: str | None, **kwargs: Any
+        *args: Any,
+        address: str,
+        namespace: str,
+        data_converter: str | None,
+        storage: str,
+        **kwargs: Any,
     ) -> T:
         converter = load_data_converter(data_converter) if data_converter else None
-        connection = Connection(address, namespace, DEFAULT_TASK_QUEUE, converter)
+        store = storage_driver(storage)
+        connection = Connection(address, namespace, DEFAULT_TASK_QUEUE, converter, store)
         return fn(*args, connection=connection, **kwargs)
 
-    return _ADDRESS(_NAMESPACE(_DATA_CONVERTER(command)))
+    return _ADDRESS(_NAMESPACE(_DATA_CONVERTER(STORAGE_OPTION(command))))
 
 
 def run_async(main: Coroutine[Any, Any, T]) -> T:

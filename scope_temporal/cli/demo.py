@@ -30,8 +30,10 @@ from scope_temporal.cli._connect import (
     wait_for_stop,
 )
 from scope_temporal.cli._follow import Follower, print_outcome
+from scope_temporal.cli._storage import DEFAULT_STORAGE
 from scope_temporal.client import ScopeClient
 from scope_temporal.names import SEARCH_ATTRIBUTES
+from scope_temporal.storage import DirectoryStorage
 from scope_temporal.testing.devserver import DEV_SERVER_ARGS, temporal_cli_path
 from scope_temporal.worker import ScopeWorker
 
@@ -169,14 +171,16 @@ async def _demo(
         client = env.client
         click.echo(f"  Temporal server: {address} (started for this demo)")
     try:
+        storage = DirectoryStorage(DEFAULT_STORAGE)  # what the other commands read too
         async with ScopeWorker(
             client,
             task_queue=task_queue,
             definitions=app.definitions,
             tools=app.tools,
             models=app.models,
+            storage=storage,
         ):
-            scope = ScopeClient(client, task_queue=task_queue)
+            scope = ScopeClient(client, task_queue=task_queue, storage=storage)
             handle = await scope.start(
                 "ops", prompt or app.prompt or "investigate", id=f"ops-demo-{uuid.uuid4().hex[:8]}"
             )

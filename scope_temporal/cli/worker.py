@@ -10,6 +10,7 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from scope_temporal.cli._app import App, app_option, load_app
 from scope_temporal.cli._connect import Connection, connection_options, run_async, wait_for_stop
 from scope_temporal.errors import ConfigurationError
+from scope_temporal.storage import DirectoryStorage
 from scope_temporal.versioning import pinned_deployment
 from scope_temporal.worker import ScopeWorker, WorkerRole
 
@@ -153,6 +154,7 @@ async def serve(
             click.echo(f"warning: {warning}", err=True)
         for line in app.model_lines():
             click.echo(f"  model {line}")
+        click.echo(f"  payloads over 256 KiB: {_storage_line(scope_worker)}")
         if deployment is not None:
             click.echo(
                 f"  build {build_id!r} of deployment {deployment!r} (Interactions pinned); "
@@ -168,6 +170,17 @@ async def serve(
         click.echo("stopping the worker…")
     click.echo("worker stopped")
     return 0
+
+
+def _storage_line(scope_worker: ScopeWorker) -> str:
+    external = scope_worker.client.data_converter.external_storage
+    if external is None:
+        return "kept in history (--storage none)"
+    where = ", ".join(
+        str(driver.root) if isinstance(driver, DirectoryStorage) else driver.name()
+        for driver in external.drivers
+    )
+    return f"offloaded to {where}"
 
 
 def prometheus_runtime(address: str) -> Runtime:

@@ -4,13 +4,15 @@ whether it fits.
 The next run's input carries the whole state (context, counters, steer mailbox), the
 settings the first run recorded, and where the tree's events go. It must fit under the
 payload limit: if not (a huge conversation and no external storage), the run goes on
-instead; its history still grows by one round at a time, and the check is repeated only
-every `RETRY_CALLS` model calls, so it never costs a copy per round.
+instead, or fails once its history nears Temporal's limits (`history_limits`); the check
+is repeated only every `RETRY_CALLS` model calls, so it never costs a copy per round.
 """
 
 from __future__ import annotations
 
-from scope_temporal.driver.transport import Host
+from scope_temporal import errors
+from scope_temporal.driver.history_limits import refuse_carry
+from scope_temporal.driver.transport import InteractionTransport
 from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.payload_limits import size_of
@@ -54,18 +56,25 @@ class CarryCheck:
         self._checked_until = 0
 
     def fits(
-        self, machine: InteractionMachine, next_input: InteractionInput, limit: int, host: Host
+        self,
+        machine: InteractionMachine,
+        next_input: InteractionInput,
+        limit: int,
+        host: InteractionTransport,
     ) -> bool:
+        """Whether `next_input` fits; if not, warn, or fail the machine with
+        `interaction.state.too_large` when the run's history nears Temporal's limits."""
         if machine.model_calls_started < self._checked_until:
             return False
         size = size_of(next_input)
         if size <= limit:
             return True
         self._checked_until = machine.model_calls_started + RETRY_CALLS
-        host.warn(
-            f"not continuing as new: the state is {size} bytes, over the payload limit of "
-            f"{limit}; configure storage= on the worker to offload it"
-        )
+        refused = refuse_carry(size, limit, host.history_usage())
+        if refused.fail:
+            machine.fail(errors.STATE_TOO_LARGE, refused.message)
+        else:
+            host.warn(refused.message)
         return False
 
 

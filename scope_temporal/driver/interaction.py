@@ -14,8 +14,8 @@ every engine:
     are forwarded to the child process on their path; pause and resume reach every child.
  3. The run's settings (digest, payload limit, served delegates) are recorded when it
     starts; signals that arrive before are held until then, so a replay decides alike.
- 4. At a round boundary with nothing in flight the run may continue as new, if the
-    state fits in the next run's input.
+ 4. At a round boundary with nothing in flight the run continues as new if its state
+    fits the next run's input, else fails before Temporal's history limits (`carry`).
  5. Cancelled, it cancels its children and the background tasks its calls launched.
  6. It reports what happens to the tree's event stream (`interaction.news`): the effects
     it starts, each model outcome, then, before each next step, what settled since. The

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NoReturn, Protocol
 
+from scope_temporal.driver.history_limits import HistoryUsage
 from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
@@ -201,6 +202,10 @@ class InteractionTransport(ToolCallTransport, Protocol):
 
     def continue_as_new_suggested(self) -> bool:
         """The engine would rather carry the state into a fresh run now."""
+        ...
+
+    def history_usage(self) -> HistoryUsage:
+        """How big this run's history is (nothing, on an engine that keeps none)."""
         ...
 
     async def continue_as_new(self, input: InteractionInput) -> NoReturn:

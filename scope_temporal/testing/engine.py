@@ -25,6 +25,7 @@ from scope_temporal.activities.model_call import ContextReducer, model_once
 from scope_temporal.activities.tool_attempt import attempt_once
 from scope_temporal.chat import Message
 from scope_temporal.context_refs import BaseRef, prefix_digest
+from scope_temporal.driver.history_limits import NO_HISTORY, HistoryUsage
 from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.driver.session import SessionDriver
 from scope_temporal.driver.start import open_machine, settings_of
@@ -375,6 +376,9 @@ class LocalTransport:
 
     def continue_as_new_suggested(self) -> bool:
         return False  # no history grows here
+
+    def history_usage(self) -> HistoryUsage:
+        return NO_HISTORY
 
     async def continue_as_new(self, input: InteractionInput) -> NoReturn:
         raise _ContinueAsNew(input)

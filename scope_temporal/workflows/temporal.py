@@ -23,6 +23,7 @@ from temporalio.exceptions import (
 )
 
 from scope_temporal import names
+from scope_temporal.driver.history_limits import HistoryUsage
 from scope_temporal.driver.transport import (
     ChildEnd,
     EffectRequest,
@@ -232,6 +233,12 @@ class TemporalTransport:
 
     def continue_as_new_suggested(self) -> bool:
         return workflow.info().is_continue_as_new_suggested()
+
+    def history_usage(self) -> HistoryUsage:
+        info = workflow.info()
+        return HistoryUsage(
+            events=info.get_current_history_length(), bytes=info.get_current_history_size()
+        )
 
     async def continue_as_new(self, input: InteractionInput) -> NoReturn:
         await self.events.close()

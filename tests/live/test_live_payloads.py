@@ -150,3 +150,28 @@ async def test_c46_with_storage_large_payloads_are_offloaded_not_refused(
     history = await temporal_env.client.get_workflow_handle(attempt).fetch_history()
     assert len(history.to_json()) < 200_000  # only references stayed in history
     assert await task_failures(temporal_env, handle.id) == 0
+
+
+async def test_c45_with_storage_a_state_over_the_threshold_is_carried_by_reference(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    storage = DirectoryStorage(tmp_path / "blobs")
+    model = ScriptedModel(
+        [reply.tool_calls(("dump", {"size": 100_000})) for _ in range(4)] + [reply.text("done")]
+    )
+    definition = Definition("carried", tools=[dump])
+    async with serving(
+        temporal_env, [definition], tools=[dump], models={"default": model}, storage=storage
+    ) as scope:
+        offloading = ScopeClient(scope.client, task_queue=scope.task_queue, storage=storage)
+        handle = await offloading.start("carried", "go", continue_as_new_every=2)
+        out = await handle.result()
+    assert out.text == "done" and out.model_calls == 5
+    runs = [r async for r in temporal_env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    assert len(runs) == 3  # continued as new after calls 2 and 4
+    last = await temporal_env.client.get_workflow_handle(handle.id).fetch_history()
+    started = last.events[0].workflow_execution_started_event_attributes
+    # the carried state holds 400 KB of tool results; only a reference is in history
+    assert started.input.ByteSize() < 5_000
+    assert sum(p.stat().st_size for p in (tmp_path / "blobs").iterdir()) > 400_000
+    assert await task_failures(temporal_env, handle.id) == 0

@@ -68,7 +68,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sides", ("workflows", "activities", "background", "tasks", "update_retry", "telemetry")),
     (
         "shell",
-        ("worker", "client", "tree", "converter", "storage", "versioning", "routing", "testing"),
+        (
+            "worker",
+            "client",
+            "tree",
+            "converter",
+            "storage",
+            "loop_watch",
+            "sizing",
+            "versioning",
+            "routing",
+            "testing",
+        ),
     ),
     ("cli", ("cli",)),
 )

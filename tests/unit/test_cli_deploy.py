@@ -82,6 +82,18 @@ def test_compose_observability_profile_is_opt_in() -> None:
     assert 'targets: ["worker-otel:9464"]' in scrape
 
 
+def test_compose_storage_is_shared_by_the_workers_and_minio_is_opt_in() -> None:
+    """Without Docker: every worker replica offloads to one volume its user may write, and
+    the MinIO services run only with the `storage` profile."""
+    text = COMPOSE.read_text()
+    assert "SCOPE_STORAGE: /payloads" in text and "- payloads:/payloads" in text
+    assert "chown scope /payloads" in (REPO / "docker" / "Dockerfile").read_text()
+    for service in ("minio", "minio-bucket"):
+        block = re.split(r"\n  \S", text.split(f"\n  {service}:\n", 1)[1], maxsplit=1)[0]
+        assert 'profiles: ["storage"]' in block, service
+    assert "mc mb --ignore-existing local/scope-payloads" in text
+
+
 def test_compose_file_names_the_services_and_the_worker_image() -> None:
     text = COMPOSE.read_text()
     for needle in (
