@@ -273,9 +273,13 @@ def ancestors(span: ReadableSpan, by_id: dict[int, ReadableSpan]) -> list[str]:
 def of_run(spans: Iterable[ReadableSpan], root_id: str) -> list[ReadableSpan]:
     """The spans of the Interaction's own execution: ours, and Temporal's for its
     workflows and activities (not a host's queries, updates and signals: their trace is
-    the host's)."""
-    mine = []
+    the host's); one per span id, as a collector keeps them (see `assert_no_span_twice`)."""
+    mine: list[ReadableSpan] = []
+    seen: set[int] = set()
     for span in spans:
+        if span.context.span_id in seen:
+            continue
+        seen.add(span.context.span_id)
         attributes = span.attributes or {}
         owner = str(attributes.get("scope.process_id") or attributes.get("temporalWorkflowID", ""))
         host_side = span.name.startswith(("Handle", "Validate", "Query", "StartWorkflowUpdate"))
