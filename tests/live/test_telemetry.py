@@ -209,22 +209,16 @@ async def assert_no_span_twice(client: Client, spans: Iterable[ReadableSpan]) ->
     """No span is exported twice, except one ended in a workflow task that then timed out
     or failed (a worker too slow under load): the task runs again and ends the same span
     (same id) again; a collector deduplicates it by span id. Such a task is in the
-    process's history, so the exception is checked, never assumed."""
+    workflow's history, so the exception is checked, never assumed."""
     spans = list(spans)
     twice = {k for k, n in Counter(s.context.span_id for s in spans).items() if n > 1}
     for span in spans:
         if span.context.span_id in twice:
-            process = str((span.attributes or {}).get("scope.process_id"))
-            history = await client.get_workflow_handle(process).fetch_history()
-            retried = [
-                e
-                for e in history.events
-                if e.event_type
-                in (
-                    EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
-                    EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
-                )
-            ]
+            attributes = span.attributes or {}
+            process = attributes.get("scope.process_id") or attributes.get("temporalWorkflowID")
+            assert process, f"span {span.name!r} {dict(attributes)} exported twice"
+            history = await client.get_workflow_handle(str(process)).fetch_history()
+            retried = [e for e in history.events if e.event_type in _RETRIED_TASK]
             assert retried, f"span {span.name!r} exported twice without a retried workflow task"
 
 
