@@ -112,14 +112,11 @@ class InteractionWorkflow(CommandsInTask):
         reads them back (a changed Definition then fails with its code instead of silently
         diverging), never the replaying worker's configuration."""
         definition = driver.machine.definition
-        # Off on Temporal for now: the tree roll-up's upserts and reports are commands
-        # issued when a child's or a model call's outcome is recorded, and an update that
-        # settles that outcome can share its workflow task; measured in the fault suite, a
-        # replay then placed the update's acceptance before the upsert ("Update machine
-        # does not handle this event: UpsertWorkflowSearchAttributes"). Until the commands
-        # follow an order a replay keeps, ScopeStatus follows the lifecycle as before, and
-        # the tree's status for people is read by query (TreeSnapshot.scope_status).
-        settings = settings_of(definition, serving.current(), attention=False)
+        # The tree roll-up's upserts and reports are commands issued when an outcome is
+        # recorded; an update settling that outcome may arrive in the same workflow task.
+        # Updates are refused while commands may precede them (`task_commands`), so a
+        # replay keeps their order.
+        settings = settings_of(definition, serving.current(), attention=True)
         command_issued()
         recorded = await workflow.execute_local_activity(
             names.RECORD_DIGEST_ACTIVITY,

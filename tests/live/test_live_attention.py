@@ -2,9 +2,8 @@
 its whole tree needs from a person; `list --needs-attention` finds those runs; `setup`
 registers the search attributes on a namespace (tests/live/test_cli_setup.py).
 
-On Temporal the roll-up into the root's attribute is off for now (see the note in
-workflows/interaction.py): the tree's status for people is read by query (`inspect`),
-and ScopeStatus keeps following the root's lifecycle. These tests pin both.
+The root's attribute rolls up its tree: a child that waits for a person or holds an
+unknown tells its Interaction (a signal), which upserts it; `inspect` says the same.
 """
 
 from __future__ import annotations
@@ -72,8 +71,9 @@ async def test_a_delegates_unknown_model_call_makes_the_root_say_unknown(
         [unknown] = snap.unknown_effects
         assert unknown.process_id == f"{handle.id}/delegate/1/0"
         assert snap.status == "waiting"  # inspect --json: not `running`
-        # on Temporal the root's attribute follows its lifecycle for now (known gap)
-        assert await scope_status(root) == "running"
+        # the root's attribute says it too, and list --needs-attention finds it
+        await eventually(lambda: scope_status(root), lambda s: s == "unknown", timeout=BOUND)
+        assert handle.id in [s.id for s in await scope.list(needs_attention=True)]
 
         settlement = settle_model_result(
             unknown.request, reply.text("helped"), unknown.request.messages
@@ -99,7 +99,10 @@ async def test_a_wait_in_a_tool_call_child_makes_the_root_wait_until_answered(
         )
         [pending] = snap.pending_tool_inputs
         assert snap.status == "waiting"
-        assert (await details(root)).startswith("**running**")
+        await eventually(
+            lambda: scope_status(root), lambda s: s == "waiting_input", timeout=BOUND
+        )
+        assert (await details(root)).startswith("**waiting_input**")
 
         await handle.pause()
         await eventually(handle.snapshot, lambda s: s.root.status == "paused")
