@@ -39,7 +39,7 @@ from scope_temporal import errors
 from scope_temporal.chat import FinishReason, Message, Options, Response, ToolResult
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ProtocolError, ScopeError
-from scope_temporal.interaction import completion, retries, rounds, rules, turns
+from scope_temporal.interaction import cancellation, completion, retries, rounds, rules, turns
 from scope_temporal.interaction.effects import (
     CallModel,
     CallOutcome,
@@ -66,10 +66,8 @@ from scope_temporal.interaction.transitions import Machine, Table, same
 from scope_temporal.outputs import Failure
 from scope_temporal.tools import rejections
 
-Event = Literal[
-    "next_effects", "model_settled", "retry_due", "resolve", "call_settled", "steer", "pause",
-    "resume", "cancel", "fail", "record",
-]  # fmt: skip
+Event = Literal["next_effects", "model_settled", "retry_due", "resolve", "call_settled", "steer",
+                "pause", "resume", "cancel", "fail", "record"]  # fmt: skip
 
 _ANY = (*LIVE_PHASES, *TERMINAL_PHASES)
 _ADMITTED: frozenset[Phase] = frozenset({"need_model", "round", "completed", "failed"})
@@ -253,10 +251,12 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         self._apply("resume", change)
 
     def cancel(self, reason: str = "cancelled by the host") -> None:
-        """End the Interaction as canceled (the driver cancels its children)."""
+        """End the Interaction as canceled (the driver cancels its children); the calls still
+        running stay listed as unknown, with their requests (`cancellation.py`)."""
 
         def change(s: InteractionState) -> None:
             if s.phase in LIVE_PHASES:
+                s.unsettled_at_cancel = cancellation.unsettled(self.definition, s)
                 s.phase = "canceled"
                 s.failure = Failure.of(errors.CANCELED, reason)
 

@@ -88,6 +88,7 @@ def interaction_snapshot(s: InteractionState) -> ProcessSnapshot:
                 diagnostic=s.model.diagnostic,
             ),
         )
+    unknown += tuple(s.unsettled_at_cancel)
     running = [x for x in (s.round.slots if s.round else []) if x.status == "running"]
     return ProcessSnapshot(
         process_id=s.process_id,

@@ -158,24 +158,28 @@ def _tool_effect(
             spec = definition.tools.get(slot.call.name)
             assert spec is not None  # admission only lets bound tools through
             gate = approvals.gate(definition.approval, spec)
-    return StartToolCall(
-        approval=gate,
-        request=ToolEffectRequest(
-            definition=s.definition,
-            digest=s.digest,
-            process_id=slot.process_id or "",
-            parent_id=s.process_id,
-            effect_id=slot.effect_id,
-            ref=tool_call_ref(s.process_id, seq, slot.index),
-            model_call_seq=seq,
-            call_index=slot.index,
-            call=slot.call,
-            granted=s.granted,
-            deferred_tools=tuple(t.name for t in definition.tools.deferred),
-            context=s.run_context,
-            budget=definition.tool_budget,
-            incarnation=s.incarnation,
-        ),
+    return StartToolCall(approval=gate, request=tool_request(definition, s, seq, slot))
+
+
+def tool_request(
+    definition: Definition, s: InteractionState, seq: int, slot: CallSlot
+) -> ToolEffectRequest:
+    """The request a tool call's `StartToolCall` carries (the same for a running slot)."""
+    return ToolEffectRequest(
+        definition=s.definition,
+        digest=s.digest,
+        process_id=slot.process_id or "",
+        parent_id=s.process_id,
+        effect_id=slot.effect_id,
+        ref=tool_call_ref(s.process_id, seq, slot.index),
+        model_call_seq=seq,
+        call_index=slot.index,
+        call=slot.call,
+        granted=s.granted,
+        deferred_tools=tuple(t.name for t in definition.tools.deferred),
+        context=s.run_context,
+        budget=definition.tool_budget,
+        incarnation=s.incarnation,
     )
 
 

@@ -16,7 +16,12 @@ from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, ToolCall, ToolResult
 from scope_temporal.context_refs import BaseRef
 from scope_temporal.interaction.effects import ModelEffectRequest
-from scope_temporal.interaction.snapshot import ModelAttempt, RejectedSignal, RoundResults
+from scope_temporal.interaction.snapshot import (
+    ModelAttempt,
+    RejectedSignal,
+    RoundResults,
+    UnknownEffect,
+)
 from scope_temporal.outputs import Artifact, Failure, Output, TokenUsage
 from scope_temporal.tools.outcome import Disposition
 from scope_temporal.tools.spec import SchedulingClass
@@ -144,3 +149,6 @@ class InteractionState(_State):
     """The latest attempts that gave no response (not called, or superseded)."""
     incarnation: int = 1
     """This run of the Interaction: 1, one more per continue-as-new (`Attribution`)."""
+    unsettled_at_cancel: list[UnknownEffect] = []
+    """The calls running when the Interaction was cancelled, with their requests
+    (`cancellation.py`); listed as unknown by its snapshot."""

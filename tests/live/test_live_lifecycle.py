@@ -1,5 +1,6 @@
-"""CONFORMANCE 44, 47 live: cancellation of the tree; deterministic errors fail with a code;
-starting under an id in use is refused with a typed error."""
+"""CONFORMANCE 44, 47, 59 live: cancellation of the tree, and what it left unknown;
+deterministic errors fail with a code; starting under an id in use is refused with a typed
+error."""
 
 from __future__ import annotations
 
@@ -68,6 +69,28 @@ async def test_c44_live_cancelling_the_root_cancels_its_children(
         assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED not in events[cancel_at:]
         assert events[-1] == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED
     assert len(model.requests) == 1
+
+
+async def test_c59_live_a_canceled_root_lists_its_running_tool_call_as_unknown(
+    temporal_env: WorkflowEnvironment, tool_call_mode: str
+) -> None:
+    started.clear()
+    model = ScriptedModel([reply.tool_calls(("forever", {})), reply.text("never")])
+    definition = Definition("cancel-list", tools=[forever])
+    async with serving(
+        temporal_env, [definition], tools=[forever], models={"default": model}
+    ) as scope:
+        handle = await scope.start("cancel-list", "go")
+        await asyncio.wait_for(started.wait(), 10)
+        await handle.cancel()
+        with pytest.raises(InteractionCanceled):
+            await handle.result()
+        tree = await handle.snapshot()
+        assert tree.status == "canceled"
+        [unknown] = tree.unknown_effects
+        assert unknown.kind == "tool" and unknown.process_id == f"{handle.id}/tool/1/0"
+        assert unknown.request.kind == "tool" and unknown.request.call.name == "forever"
+        assert "cancelled" in unknown.diagnostic
 
 
 async def test_c47_live_unknown_definition_fails_with_its_code_not_a_task_loop(

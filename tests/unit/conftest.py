@@ -31,6 +31,7 @@ def reference_app_exports(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 MAPPED_MODULES = frozenset(
     {
         "test_core_approval_runs",
+        "test_core_cancellation",
         "test_core_delegates",
         "test_core_drivers",
         "test_core_host",
