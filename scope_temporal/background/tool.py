@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from scope_temporal.background.deadlines import timeout_of
 from scope_temporal.background.foreground import run_foreground
 from scope_temporal.background.protocols import Handoff, Recoverable, Resumable, RunHandle
 from scope_temporal.errors import DefinitionError
@@ -132,6 +133,11 @@ class BackgroundTool(Tool[..., Any]):
     def wants_background(self, arguments: Any) -> bool:
         policy = self.auto_background
         return policy(arguments) if callable(policy) else bool(policy)
+
+    def operation_timeout(self, arguments: Any) -> timedelta | float | None:
+        """The tool's optional, pure `operation_timeout(arguments)`: how long this call's
+        operation may take in all (None: no limit beyond the attempts' own)."""
+        return timeout_of(self.impl, arguments)
 
     async def start(self, task_id: str, arguments: Any, attempt: int) -> RunHandle:
         handle: RunHandle = await self.impl.start(task_id, arguments, attempt)

@@ -323,6 +323,7 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
             request_id=request_id,
             data=data,
             queue=queue,
+            deadline=s.launch.deadline,
         )
 
     @staticmethod

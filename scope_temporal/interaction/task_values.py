@@ -4,6 +4,7 @@ the workflow), and the task as a Process of the snapshot tree."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -44,6 +45,8 @@ class AttemptPlan(_Value):
     """`resume`: the validated answer."""
     queue: str | None = None
     """`adopt`: the task queue of the worker holding the live run."""
+    deadline: datetime | None = None
+    """When the operation must have ended (the tool's `operation_timeout`), if ever."""
 
 
 class AttemptReport(_Value):

@@ -7,6 +7,7 @@ call and task carry across it: its launch, its progress, the outcome of its run.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -108,6 +109,8 @@ class TaskLaunch(_Outcome):
     """The last attempt made (0: the foreground one)."""
     progress: ProgressSummary = ProgressSummary()
     settings: BackgroundSpec
+    deadline: datetime | None = None
+    """When the operation must have ended (the tool's `operation_timeout(arguments)`)."""
 
 
 RunStatus = Literal["completed", "failed", "canceled", "waiting_input"]

@@ -1,0 +1,55 @@
+"""More background tools the live tests serve (see `background_tools.py` for the basics).
+
+Each records what it did per task id in `background_tools.EVENTS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import BaseModel
+
+from scope_temporal import RunHandle, RunProgress, TaskRun, background_tool
+from tests.live.background_tools import EVENTS
+
+
+class FlakyArgs(BaseModel):
+    limit: float | None = None
+    """The operation's timeout (seconds), from the arguments."""
+    seconds: float = 0.0
+
+
+@background_tool(foreground_timeout=0.3, heartbeat_timeout=2, max_attempts=5)
+class Flaky:
+    """Raise from start in the background; sleep otherwise (recoverable)."""
+
+    def operation_timeout(self, arguments: FlakyArgs) -> float | None:
+        return arguments.limit
+
+    async def start(self, task_id: str, arguments: FlakyArgs, attempt: int) -> RunHandle:
+        EVENTS[task_id].append(f"start {attempt}")
+        if attempt > 0 and not arguments.seconds:
+            raise RuntimeError("the build farm refused the job")
+        return _sleep(task_id, arguments.seconds)
+
+    async def recover(
+        self, task_id: str, arguments: FlakyArgs, attempt: int, checkpoint: Any
+    ) -> RunHandle:
+        EVENTS[task_id].append(f"recover {attempt}")
+        return _sleep(task_id, arguments.seconds)
+
+
+def _sleep(task_id: str, seconds: float) -> TaskRun:
+    async def work(progress: RunProgress) -> Any:
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            EVENTS[task_id].append("stopped")
+            raise
+        return {"slept": seconds}
+
+    return TaskRun(work)
+
+
+__all__ = ["Flaky", "FlakyArgs"]
