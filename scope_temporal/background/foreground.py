@@ -35,6 +35,7 @@ from scope_temporal.background.observe import STOP_GRACE_SECONDS, RunFailure, Ru
 from scope_temporal.background.protocols import RunHandle, RunOutcome
 from scope_temporal.background.runtime import current_runtime
 from scope_temporal.ids import task_id
+from scope_temporal.interaction.snapshot import TaskSnapshot
 from scope_temporal.tools.context import current_tool_call
 from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.outcome import Backgrounded, ProgressSummary, TaskLaunch
@@ -61,6 +62,10 @@ class ForegroundTool(Protocol):
     def wants_background(self, arguments: Any) -> bool: ...
 
     def operation_timeout(self, arguments: Any) -> timedelta | float | None: ...
+
+    def describe(self, arguments: Any) -> tuple[str | None, str | None]: ...
+
+    def render(self, task: TaskSnapshot) -> envelopes.Shown: ...
 
     async def start(self, task_id: str, arguments: Any, attempt: int) -> RunHandle: ...
 
@@ -90,6 +95,10 @@ async def run_foreground(tool: ForegroundTool, arguments_json: str) -> str | Bac
         mode="start",
         settings=settings,
         deadline=deadline_after(tool.operation_timeout(arguments), tool.name),
+    )
+    description, description_error = tool.describe(arguments)
+    launch = launch.model_copy(
+        update={"description": description, "description_error": description_error}
     )
     if explicit is True:
         return Backgrounded(launch=launch)
@@ -147,7 +156,18 @@ def _finish(
     progress: ProgressSummary,
 ) -> str | Backgrounded:
     if outcome.status == "completed":
-        return envelopes.foreground_result(tool.name, outcome)
+        invocation = current_tool_call()
+        task = TaskSnapshot(
+            task_id=launch.task_id,
+            tool=tool.name,
+            ref=invocation.ref,
+            parent_id=invocation.process_id,
+            status="completed",
+            progress=progress,
+            data=outcome.data,
+            description=launch.description,
+        )
+        return envelopes.foreground_result(tool.name, outcome, tool.render(task))
     if outcome.status != "waiting_input":
         raise ToolFailure(envelopes.foreground_result(tool.name, outcome))
     if not tool.settings.resumable:

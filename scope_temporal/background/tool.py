@@ -20,9 +20,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from scope_temporal.background.deadlines import timeout_of
+from scope_temporal.background.envelopes import Shown
 from scope_temporal.background.foreground import run_foreground
+from scope_temporal.background.presentation import described, rendered
 from scope_temporal.background.protocols import Handoff, Recoverable, Resumable, RunHandle
 from scope_temporal.errors import DefinitionError
+from scope_temporal.interaction.snapshot import TaskSnapshot
 from scope_temporal.tools.decorator import (
     Tool,
     checked_spec,
@@ -138,6 +141,14 @@ class BackgroundTool(Tool[..., Any]):
         """The tool's optional, pure `operation_timeout(arguments)`: how long this call's
         operation may take in all (None: no limit beyond the attempts' own)."""
         return timeout_of(self.impl, arguments)
+
+    def describe(self, arguments: Any) -> tuple[str | None, str | None]:
+        """`description(arguments)` if the tool has it, and why it gave nothing if it failed."""
+        return described(self.impl, arguments)
+
+    def render(self, task: TaskSnapshot) -> Shown:
+        """The fields `render_result(task)` adds to a completed result (see `presentation`)."""
+        return rendered(self.impl, task)
 
     async def start(self, task_id: str, arguments: Any, attempt: int) -> RunHandle:
         handle: RunHandle = await self.impl.start(task_id, arguments, attempt)

@@ -380,6 +380,7 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
             error=s.error,
             code=s.code,
             cancel_requested=s.cancel_reason is not None,
+            description=s.launch.description,
         )
 
     def process_snapshot(self) -> ProcessSnapshot:

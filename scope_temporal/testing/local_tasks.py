@@ -108,7 +108,11 @@ class LocalTasks:
         self.tools = tools
         self.spawn = spawn
         self.runtime = BackgroundRuntime(
-            materializer=MemoryMaterializer(), live_runs=LiveRuns(), adopt_queue=None, tasks=self
+            materializer=MemoryMaterializer(),
+            live_runs=LiveRuns(),
+            adopt_queue=None,
+            tasks=self,
+            tools=tools,
         )
         self._transport = _TaskTransport(self, host)
         self._tasks: dict[str, TaskDriver] = {}

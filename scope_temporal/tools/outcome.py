@@ -111,6 +111,10 @@ class TaskLaunch(_Outcome):
     settings: BackgroundSpec
     deadline: datetime | None = None
     """When the operation must have ended (the tool's `operation_timeout(arguments)`)."""
+    description: str | None = None
+    """How the task is shown to people (the tool's `description(arguments)`)."""
+    description_error: str | None = None
+    """Why `description(arguments)` gave nothing (the model is told; the task runs)."""
 
 
 RunStatus = Literal["completed", "failed", "canceled", "waiting_input"]
