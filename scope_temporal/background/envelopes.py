@@ -128,6 +128,27 @@ def _event(stored: StoredEvent) -> dict[str, Any]:
     )
 
 
+def notification(task: TaskSnapshot) -> str:
+    """What the Interaction is told when its task ends or starts waiting for input."""
+    waiting = task.status == "waiting_input"
+    return _dump(
+        {
+            "type": "task_notification",
+            "tool": task.tool,
+            "task_id": task.task_id,
+            "description": task.description,
+            "status": task.status,
+            "question": task.question.prompt if task.question is not None else None,
+            "data": task.data,
+            "error": task.error,
+            "code": task.code,
+            "note": "A background task you started "
+            + ("asks a question; the user answers it." if waiting else "has ended.")
+            + " Read it with task_output if you need more.",
+        }
+    )
+
+
 def not_found(task_id: str) -> str:
     """A task tool asked about a task this conversation did not launch."""
     return _dump(
@@ -147,6 +168,7 @@ __all__ = [
     "launch_result",
     "launched",
     "not_found",
+    "notification",
     "output",
     "update",
 ]

@@ -199,6 +199,7 @@ def background_tool(
     task_timeout: timedelta | float = timedelta(hours=24),
     max_attempts: int | None = None,
     auto_background: AutoBackground = True,
+    notify: bool = True,
     deferred: bool = False,
     middleware: Sequence[Middleware] = (),
 ) -> Callable[[Any], BackgroundTool]:
@@ -220,6 +221,8 @@ def background_tool(
         auto_background: whether a call still running at the foreground timeout moves to
             the background (a bool or a pure function of the arguments). An explicit
             `run_in_background=false` keeps it in the foreground either way.
+        notify: whether its tasks tell their Interaction (a model-visible notification at
+            the next turn) when they end or start waiting for input.
 
     Raises:
         DefinitionError: no `start`, undeclared arguments, an invalid option, or
@@ -270,6 +273,7 @@ def background_tool(
                 recoverable=recoverable,
                 resumable=isinstance(obj, Resumable),
                 handoff=isinstance(obj, Handoff),
+                notify=notify,
             )
         except ValidationError as error:  # e.g. heartbeat_timeout=None
             raise DefinitionError(f"tool {tool_name!r}: {error.errors()[0]['msg']}") from None

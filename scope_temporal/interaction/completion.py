@@ -14,7 +14,7 @@ from typing import Literal
 from scope_temporal.chat import Response, ToolResult
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ScopeError
-from scope_temporal.interaction import rules
+from scope_temporal.interaction import notices, rules
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.outputs import CompletionCandidate, Failure, Output
 
@@ -51,7 +51,7 @@ def judge(
     direct: tuple[ToolResult, ...] | None = None,
 ) -> Decision:
     """What becomes of the candidate (reads the state, changes nothing)."""
-    if s.mailbox:
+    if notices.live(s.mailbox, s.context):
         return Again()  # a pending steer always gets its model call
     source: Literal["model_response", "direct_tool_results"] = (
         "model_response" if model_response is not None else "direct_tool_results"

@@ -27,6 +27,7 @@ from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.driver.start import open_machine, settings_of
 from scope_temporal.driver.tool_call import ToolCallDriver
 from scope_temporal.driver.transport import ChildEnd, EffectRequest, Ended, Lost, OutcomeKind
+from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
@@ -96,12 +97,24 @@ class LocalEngine:
         self.processes: dict[str, Process] = {}
         self.live: dict[str, LiveText] = {}  # streamed text of model calls in flight
         self.transport = LocalTransport(self)
-        self.tasks = LocalTasks(runner.tools, self.spawn, self.transport)
+        self.tasks = LocalTasks(runner.tools, self.spawn, self.transport, self.steer)
         self.idle = asyncio.Event()
         self.idle.set()
         self._running: set[asyncio.Task[Any]] = set()
         self._busy = 0
         self._waiting: list[tuple[Callable[[], bool], asyncio.Future[None], bool]] = []
+
+    def steer(self, process_id: str, input: SteerInput) -> bool:
+        """Steer a running Interaction of the run; False if it is not there or refused."""
+        process = self.processes.get(process_id)
+        if not isinstance(process, InteractionDriver):
+            return False
+        try:
+            process.validate_steer(input)
+        except ScopeError:
+            return False
+        process.steer_update(input)
+        return True
 
     # --- scheduling ------------------------------------------------------------------
 

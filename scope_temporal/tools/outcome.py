@@ -115,6 +115,8 @@ class TaskLaunch(_Outcome):
     """How the task is shown to people (the tool's `description(arguments)`)."""
     description_error: str | None = None
     """Why `description(arguments)` gave nothing (the model is told; the task runs)."""
+    notify: bool | None = None
+    """Tell the Interaction when the task ends or waits (None: as the tool's settings say)."""
 
 
 RunStatus = Literal["completed", "failed", "canceled", "waiting_input"]

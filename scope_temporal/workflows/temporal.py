@@ -49,6 +49,7 @@ from scope_temporal.payloads import (
     HeartbeatState,
     InteractionInput,
     ModelActivityInput,
+    SteerInput,
     TaskAttemptInput,
     TaskInput,
     ToolActivityInput,
@@ -111,6 +112,10 @@ def _lost(error: ActivityError) -> Lost:
     if reason is not None:
         raise asyncio.CancelledError(reason) from error
     return Lost(describe_activity_error(error))
+
+
+NOTICES_PATCH = "scope.task.notices"
+"""Tasks recorded before lifecycle notifications replay without them."""
 
 
 class TemporalTransport:
@@ -234,6 +239,15 @@ class TemporalTransport:
         workflow.continue_as_new(input)
 
     # --- background attempts ---------------------------------------------------------
+
+    async def notify(self, process_id: str, input: SteerInput) -> bool:
+        if not workflow.patched(NOTICES_PATCH):  # a task recorded before notifications
+            return True
+        try:
+            await workflow.get_external_workflow_handle(process_id).signal(names.STEER, input)
+        except Exception:  # it has ended (or never was): the signal was not delivered
+            return False
+        return True
 
     def start_attempt(
         self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str

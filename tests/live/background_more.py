@@ -52,4 +52,30 @@ def _sleep(task_id: str, seconds: float) -> TaskRun:
     return TaskRun(work)
 
 
-__all__ = ["Flaky", "FlakyArgs"]
+
+
+
+class ChattyArgs(BaseModel):
+    events: int = 10_000
+
+
+@background_tool(foreground_timeout=0.2, heartbeat_timeout=5)
+class Chatty:
+    """Publish many progress events quickly (hands its live run over)."""
+
+    async def start(self, task_id: str, arguments: ChattyArgs, attempt: int) -> RunHandle:
+        async def work(progress: RunProgress) -> Any:
+            for n in range(1, arguments.events + 1):
+                progress.publish(f"e-{n}", metadata={"message": f"event {n}"})
+                if n % 200 == 0:
+                    await asyncio.sleep(0)
+            await asyncio.sleep(0.5)
+            return {"published": arguments.events}
+
+        return TaskRun(work)
+
+    async def adopt(
+        self, task_id: str, arguments: ChattyArgs, attempt: int, run: RunHandle
+    ) -> RunHandle:
+        return run
+__all__ = ["Chatty", "ChattyArgs", "Flaky", "FlakyArgs"]

@@ -11,13 +11,13 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import Definition, LocalFileMaterializer, ScriptedModel
-from tests.live.background_more import Flaky
+from tests.live.background_more import Chatty, Flaky
 from tests.live.background_tools import EVENTS, follow
 from tests.live.harness import serving
 
 pytestmark = pytest.mark.live
 
-TOOLS = [Flaky]
+TOOLS = [Flaky, Chatty]
 
 
 async def run(env: WorkflowEnvironment, tmp_path: Path, plan: Any) -> tuple[str, list[Any]]:
@@ -67,3 +67,20 @@ async def test_an_operation_timeout_from_the_arguments_stops_the_background_run(
     assert seen[0]["type"] == "launch_result"
     assert (seen[-1]["status"], seen[-1]["code"]) == ("failed", "tool.timeout")
     assert EVENTS[task_id] == ["start 0", "recover 1", "stopped"]
+
+
+async def test_ten_thousand_progress_events_keep_the_task_history_small(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Progress bytes live in the output store and reports are throttled: the task's
+    history stays small however many events the run publishes (no continue-as-new
+    needed for this; a task running for days is the known gap). What the store could not
+    take within the drain after the run ended is dropped (see docs/known-gaps.md)."""
+    task_id, seen = await run(temporal_env, tmp_path, follow(("chatty", {"events": 10_000})))
+    final = seen[-1]
+    stored = final["progress"]["events"]
+    assert final["status"] == "completed" and final["events"][-1]["seq"] == stored
+    assert final["events"][-1]["event_id"] == f"e-{stored}"  # stored in order, none twice
+    history = await temporal_env.client.get_workflow_handle(task_id).fetch_history()
+    print(f"task history: {len(history.events)} events; {stored} of 10,000 progress stored")
+    assert len(history.events) < 200
