@@ -62,6 +62,7 @@ from scope_temporal.errors import (
 from scope_temporal.ids import ToolCallRef
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
+    ModelAttempt,
     PendingToolInput,
     ProcessSnapshot,
     ResultEntry,
@@ -76,6 +77,7 @@ from scope_temporal.models import (
     ModelNotCalled,
     ModelRejected,
     ModelRequest,
+    ModelRetry,
     ModelUnavailable,
     NotCalled,
     NotProven,
@@ -86,7 +88,13 @@ from scope_temporal.models import (
     retry_after_from_headers,
 )
 from scope_temporal.models.streaming import LiveText, stream_delta
-from scope_temporal.outputs import Artifact, CompletionCandidate, CompletionDecision, Output
+from scope_temporal.outputs import (
+    Artifact,
+    CompletionCandidate,
+    CompletionDecision,
+    Output,
+    TokenUsage,
+)
 from scope_temporal.settle import settle_model_result, settle_tool_result
 from scope_temporal.storage import DirectoryStorage
 from scope_temporal.tools import (
@@ -158,10 +166,12 @@ __all__ = [
     "Message",
     "Middleware",
     "Model",
+    "ModelAttempt",
     "ModelContextOverflow",
     "ModelNotCalled",
     "ModelRejected",
     "ModelRequest",
+    "ModelRetry",
     "ModelUnavailable",
     "NoSuchWait",
     "NotCalled",
@@ -193,6 +203,7 @@ __all__ = [
     "TaskNotFound",
     "TaskRun",
     "TaskSnapshot",
+    "TokenUsage",
     "Tool",
     "ToolCall",
     "ToolCallRef",

@@ -21,6 +21,7 @@ from scope_temporal.chat import Options
 from scope_temporal.code_digest import code_fingerprint
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen, freeze_json
+from scope_temporal.models import retry
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.tools.spec import PERMISSIONS, ToolSpec, is_provider_tool_name
 from scope_temporal.tools.task_specs import TASK_TOOL_NAMES, TASK_TOOL_SPECS
@@ -226,12 +227,15 @@ class Definition(Frozen):
     `approval` (an `ApprovalPolicy`, e.g. `ApprovalPolicy.deny_writes()`) makes calls of
     the tools it covers wait for an approval before their body runs; its approver hook
     runs in workflow code like the completion validator, and is digested the same way.
+    Model calls that provably did not run are retried by `model_retry`, then on each of
+    `fallback_models`; `max_total_tokens` bounds the tree's tokens (docs/models.md).
 
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
             a tool or two delegates with one name, an invalid name, capabilities that are
-            not read/write/exec, a delegate granted more than this Definition holds, or
-            an approval policy naming a tool this Definition does not bind.
+            not read/write/exec, a delegate granted more than this Definition holds, an
+            approval policy naming a tool this Definition does not bind, a fallback model
+            named twice or like `model`, or `max_total_tokens` below 1.
     """
 
     def __init__(
@@ -256,9 +260,13 @@ class Definition(Frozen):
         tool_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
         tool_call_workflows: ToolCallWorkflows = "always",
         approval: ApprovalPolicy | None = None,
+        model_retry: retry.ModelRetry = retry.DEFAULT_MODEL_RETRY,
+        fallback_models: Sequence[str] = (),
+        max_total_tokens: int | None = None,
     ) -> None:
         if not name or "/" in name:
             raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")
+        retry.check_model_options(name, model, model_retry, fallback_models, max_total_tokens)
         if max_model_calls is not None and max_model_calls < 1:
             raise DefinitionError(
                 f"Definition {name!r}: max_model_calls={max_model_calls} would never call the "
@@ -321,6 +329,9 @@ class Definition(Frozen):
         self.tool_heartbeat_timeout = tool_heartbeat_timeout
         self.tool_call_workflows: ToolCallWorkflows = tool_call_workflows
         self.approval = approval
+        self.model_retry = model_retry
+        self.fallback_models: tuple[str, ...] = tuple(fallback_models)
+        self.max_total_tokens = max_total_tokens
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
@@ -336,6 +347,11 @@ class Definition(Frozen):
             if delegate.name == delegate_name:
                 return delegate
         return None
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Every model the Interaction may call: `model`, then `fallback_models`."""
+        return (self.model, *self.fallback_models)
 
     def declaration(self) -> dict[str, Any]:
         """The canonical configuration the digest covers (changes iff the declaration does)."""
@@ -373,6 +389,9 @@ class Definition(Frozen):
         }
         if self.approval is not None:  # only when set: other digests stay what they were
             declared["approval"] = self.approval.declaration()
+        declared |= retry.model_options_declaration(
+            self.model_retry, self.fallback_models, self.max_total_tokens
+        )
         return declared
 
     def __repr__(self) -> str:

@@ -18,6 +18,7 @@ MODEL_REJECTED = "interaction.model.rejected"
 MODEL_CONTEXT_OVERFLOW = "interaction.model.context_overflow"
 MODEL_UNAVAILABLE = "interaction.model.unavailable"
 LIMIT_MODEL_CALLS = "interaction.limit.model_calls"
+LIMIT_TOKENS = "interaction.limit.tokens"
 HOST_FAILED = "interaction.host.failed"
 SIGNAL_INVALID = "interaction.signal.invalid"
 SIGNAL_CONFLICT = "interaction.signal.conflict"
@@ -64,6 +65,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     MODEL_CONTEXT_OVERFLOW: "quota",
     MODEL_UNAVAILABLE: "external",
     LIMIT_MODEL_CALLS: "quota",
+    LIMIT_TOKENS: "quota",
     HOST_FAILED: "host",
     SIGNAL_INVALID: "contract",
     SIGNAL_CONFLICT: "contract",

@@ -72,9 +72,11 @@ def delegate_process_id(parent_id: str, model_call_seq: int, call_index: int) ->
     return f"{parent_id}/delegate/{model_call_seq}/{call_index}"
 
 
-def model_effect_id(process_id: str, model_call_seq: int) -> str:
-    """EffectID of one model call."""
-    return f"{process_id}/model/{model_call_seq}"
+def model_effect_id(process_id: str, model_call_seq: int, retry: int = 0) -> str:
+    """EffectID of one model call: `<process id>/model/<seq>`, and for its retries (a
+    call that did not run, or a re-sent unknown one) `<process id>/model/<seq>/retry/<n>`."""
+    first = f"{process_id}/model/{model_call_seq}"
+    return first if retry == 0 else f"{first}/retry/{retry}"
 
 
 def call_effect_id(process_id: str, model_call_seq: int, call_index: int) -> str:

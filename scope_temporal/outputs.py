@@ -7,7 +7,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from scope_temporal.chat import Message, Response, ToolResult
+from scope_temporal.chat import Message, Response, ToolResult, Usage
 from scope_temporal.errors import ArtifactDecodeError, FailureKind, kind_of
 
 T = TypeVar("T")
@@ -63,6 +63,59 @@ class Artifact(_Frozen):
             ) from None
 
 
+class TokenUsage(_Frozen):
+    """Tokens the model calls of an Interaction tree reported, per model.
+
+    Keyed by the model's name as Definitions bind it (`Definition(model="default")`, a
+    fallback model's name), delegates' calls included. A call whose provider reported no
+    usage adds nothing; an unknown outcome adds nothing (nobody knows what it cost).
+    """
+
+    models: dict[str, Usage] = {}
+    """Tokens per model name."""
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(u.input_tokens for u in self.models.values())
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(u.output_tokens for u in self.models.values())
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def add(self, model: str, usage: Usage | None) -> TokenUsage:
+        """This usage plus one call's `usage` of `model`."""
+        if usage is None or (usage.input_tokens == 0 and usage.output_tokens == 0):
+            return self
+        before = self.models.get(model, Usage())
+        total = Usage(
+            input_tokens=before.input_tokens + max(usage.input_tokens, 0),
+            output_tokens=before.output_tokens + max(usage.output_tokens, 0),
+        )
+        return TokenUsage(models={**self.models, model: total})
+
+    def plus(self, other: TokenUsage | None) -> TokenUsage:
+        """The sum of both (e.g. a delegate's usage added to its parent's)."""
+        total = self
+        for model, usage in (other.models if other is not None else {}).items():
+            total = total.add(model, usage)
+        return total
+
+    def __str__(self) -> str:
+        """`1,234 tokens (1,000 in, 234 out)`, per model when there are several."""
+        text = (
+            f"{self.total_tokens:,} tokens ({self.input_tokens:,} in, {self.output_tokens:,} out)"
+        )
+        if len(self.models) > 1:
+            text += ": " + ", ".join(
+                f"{name} {u.input_tokens + u.output_tokens:,}" for name, u in self.models.items()
+            )
+        return text
+
+
 class Output(_Frozen):
     """The accepted result of an Interaction."""
 
@@ -79,6 +132,8 @@ class Output(_Frozen):
     approved_tools: tuple[str, ...] = ()
     """Tools approved for the session when it completed (pre-approved, or approved with
     `remember`): what a session passes to its next turn (see `ApprovalPolicy`)."""
+    usage: TokenUsage = TokenUsage()
+    """Tokens used by every model call of the tree (delegates included), per model."""
 
     @property
     def text(self) -> str:
@@ -94,10 +149,12 @@ class Failure(_Frozen):
     code: str
     kind: FailureKind
     message: str
+    usage: TokenUsage | None = None
+    """For an Interaction: the tokens its tree used before it failed (None: none reported)."""
 
     @classmethod
-    def of(cls, code: str, message: str) -> Failure:
-        return cls(code=code, kind=kind_of(code), message=message)
+    def of(cls, code: str, message: str, *, usage: TokenUsage | None = None) -> Failure:
+        return cls(code=code, kind=kind_of(code), message=message, usage=usage)
 
 
 class CompletionCandidate(_Frozen):

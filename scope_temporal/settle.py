@@ -12,6 +12,7 @@ from scope_temporal.chat import Message, Response, ToolResult
 from scope_temporal.errors import SettlementMismatch
 from scope_temporal.interaction.effects import (
     ModelEffectRequest,
+    ModelResend,
     ModelSettlement,
     ToolEffectRequest,
     ToolSettlement,
@@ -40,6 +41,22 @@ def settle_model_result(
     if not messages_sent:
         raise SettlementMismatch("messages_sent must list the messages the model call sent.")
     return ModelSettlement(request=request, response=response, messages_sent=tuple(messages_sent))
+
+
+def resend_model_call(request: ModelEffectRequest | ToolEffectRequest) -> ModelResend:
+    """The host's choice to send an unknown model call's retained request again (what
+    `InteractionHandle.retry_model_call` sends).
+
+    Raises:
+        SettlementMismatch: a tool call's request: it is never sent again, since its tool
+            may have acted.
+    """
+    if not isinstance(request, ModelEffectRequest):
+        raise SettlementMismatch(
+            f"{request.effect_id!r} is a tool call: it is never sent again, since its tool "
+            "may have acted. Investigate and settle it with settle_tool_result."
+        )
+    return ModelResend(request=request)
 
 
 def settle_tool_result(

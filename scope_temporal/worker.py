@@ -265,10 +265,11 @@ def _check_bindings(
                     f"{spec.permission!r}, but the tool registered under that name has "
                     f"{registered.spec.permission!r}: register the tool the Definition binds"
                 )
-        if definition.model not in models:
-            problems.append(
-                f"{definition.name!r} uses model {definition.model!r}: pass it in models={{...}}"
-            )
+        for model in definition.models:  # its fallback models too
+            if model not in models:
+                problems.append(
+                    f"{definition.name!r} uses model {model!r}: pass it in models={{...}}"
+                )
         if definition.context_reducer and definition.context_reducer not in reducers:
             problems.append(
                 f"{definition.name!r} uses reducer {definition.context_reducer!r}: "

@@ -2,10 +2,12 @@
 classify the outcome. Shared by the activity and by `LocalRunner`.
 
 Classification: a Response is `responded` (the loop judges it); a reducer error or a model
-that is not registered is a definite `host_failed` before any external work; any
-exception from the model, or a return value that is not a Response, is `unknown`, and so
-is a response over the payload limit (`within_limit`). Cancellation propagates so the
-caller can treat it as unknown.
+that is not registered is a definite `host_failed` before any external work; an exception
+that proves the model did not run (`classify_model_error`: a sound `ModelRejected`,
+`ModelContextOverflow` or `ModelUnavailable`) is a definite `not_called`, returned as
+data so that Temporal never retries it; any other exception from the model, or a return
+value that is not a Response, is `unknown`, and so is a response over the payload limit
+(`within_limit`). Cancellation propagates so the caller can treat it as unknown.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from scope_temporal.chat import Message, Response
 from scope_temporal.interaction.effects import (
     ModelEffectRequest,
     ModelHostFailed,
+    ModelNotRun,
     ModelResponded,
     ModelUnknown,
 )
+from scope_temporal.models.not_called import NotCalled, classify_model_error
 from scope_temporal.models.protocol import Model, ModelRequest
 from scope_temporal.models.streaming import DeltaSink, collecting_deltas
 from scope_temporal.observers import ObserverHub
@@ -32,7 +36,7 @@ from scope_temporal.payload_limits import size_of, too_large
 ContextReducer = Callable[[list[Message]], "list[Message] | Awaitable[list[Message]]"]
 """Replaces the messages about to be sent (e.g. summarises old turns). Runs on the worker."""
 
-ModelResult = ModelResponded | ModelHostFailed | ModelUnknown
+ModelResult = ModelResponded | ModelHostFailed | ModelUnknown | ModelNotRun
 
 
 async def call_model(
@@ -95,9 +99,11 @@ async def call_model(
             f"{exc.errors()[0]['msg']}",
         )
     except Exception as exc:
-        outcome = ModelUnknown(
-            effect_id=request.effect_id, diagnostic=f"{type(exc).__name__}: {exc}"
-        )
+        verdict = classify_model_error(exc)  # never raises
+        if isinstance(verdict, NotCalled):
+            outcome = ModelNotRun(effect_id=request.effect_id, reason=verdict)
+        else:
+            outcome = ModelUnknown(effect_id=request.effect_id, diagnostic=verdict.diagnostic)
     else:
         reduced_messages = tuple(messages) if tuple(messages) != request.messages else None
         outcome = ModelResponded(

@@ -24,6 +24,7 @@ from scope_temporal.cli._answers import Answerer
 from scope_temporal.cli._render import (
     INDENT,
     answer_command,
+    attempt_line,
     call_label,
     call_of,
     child_position,
@@ -32,6 +33,7 @@ from scope_temporal.cli._render import (
     output_lines,
     resolve_command,
     result_line,
+    retry_command,
     shorten,
     task_line,
     unknown_label,
@@ -71,6 +73,7 @@ class _Seen:
     results: set[str] = field(default_factory=set)
     waits: set[str] = field(default_factory=set)
     unknowns: set[str] = field(default_factory=set)
+    attempts: set[str] = field(default_factory=set)
     tasks: dict[str, tuple[str, int]] = field(default_factory=dict)
     """Task id -> (status, progress events) last shown."""
 
@@ -136,15 +139,20 @@ class Follower:
                     continue
                 self._seen.unknowns.add(unknown.effect_id)
                 command = resolve_command(self.handle.id, unknown, self.command_args)
-                self._say(
-                    process.process_id,
-                    [
-                        f"! outcome unknown: {unknown_label(unknown)}",
-                        f"{INDENT}why: {shorten(unknown.diagnostic, 110)}",
-                        f"{INDENT}nothing is retried; investigate, then settle it with:",
-                        f"{INDENT}{command}",
-                    ],
-                )
+                lines = [
+                    f"! outcome unknown: {unknown_label(unknown)}",
+                    f"{INDENT}why: {shorten(unknown.diagnostic, 110)}",
+                    f"{INDENT}nothing is retried by itself; investigate, then settle it with:",
+                    f"{INDENT}{command}",
+                ]
+                if unknown.kind == "model":
+                    retry = retry_command(self.handle.id, unknown, self.command_args)
+                    lines += [f"{INDENT}or send the request again (a new call):", INDENT + retry]
+                self._say(process.process_id, lines)
+            for attempt in process.model_attempts:
+                if attempt.effect_id not in self._seen.attempts:
+                    self._seen.attempts.add(attempt.effect_id)
+                    self._say(process.process_id, [attempt_line(attempt)])
 
     async def _snapshot(self) -> TreeSnapshot | None:
         try:
@@ -200,7 +208,8 @@ class Follower:
         if root.status == "completed" and root.output is not None:
             return Outcome("completed", output=root.output)
         if root.status == "failed" and root.failure is not None:
-            return Outcome("failed", error=f"[{root.failure.code}] {root.failure.message}")
+            spent = f" ({tree.usage} used)" if tree.usage.models else ""
+            return Outcome("failed", error=f"[{root.failure.code}] {root.failure.message}{spent}")
         return await self._result()
 
     def _say(self, process_id: str, lines: list[str]) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from scope_temporal.chat import Message, ToolCall
 from scope_temporal.interaction.snapshot import (
+    ModelAttempt,
     PendingToolInput,
     ProcessSnapshot,
     ResultEntry,
@@ -17,7 +18,7 @@ from scope_temporal.interaction.snapshot import (
     TreeSnapshot,
     UnknownEffect,
 )
-from scope_temporal.outputs import Output
+from scope_temporal.outputs import Output, TokenUsage
 
 _CHILD = re.compile(r"/(tool|delegate)/(\d+)/(\d+)$")
 MARKS = {"succeeded": "✓", "failed": "✗", "rejected": "⊘", "completed": "✓", "canceled": "⊘"}
@@ -160,6 +161,28 @@ def resolve_command(root_id: str, unknown: UnknownEffect, extra: Sequence[str] =
     )
 
 
+def retry_command(root_id: str, unknown: UnknownEffect, extra: Sequence[str] = ()) -> str:
+    """The command that sends an unknown model call again (a new Effect)."""
+    return shlex.join(["scope-temporal", "resolve", root_id, unknown.effect_id, "--retry", *extra])
+
+
+def attempt_line(attempt: ModelAttempt) -> str:
+    """`↻ model #1 (default) not called: 429 Rate limit reached → local-1/model/1/retry/1`."""
+    if attempt.outcome == "not_called":
+        status = f"{attempt.status} " if attempt.status is not None else ""
+        what = f"not called: {status}{shorten(attempt.message, 60)}"
+    else:
+        who = "the host" if attempt.resent_by == "host" else "model_retry(ambiguous=...)"
+        what = f"unknown ({shorten(attempt.message, 50)}), superseded: sent again by {who}"
+    then = f" → {attempt.followed_by}" if attempt.followed_by else " → gave up"
+    return f"↻ model #{attempt.model_call_seq} ({attempt.model}) {what}{then}"
+
+
+def usage_text(usage: TokenUsage) -> str:
+    """`, 1,234 tokens (1,000 in, 234 out)`, or nothing when no call reported usage."""
+    return f", {usage}" if usage.models else ""
+
+
 def unknown_label(unknown: UnknownEffect) -> str:
     request = unknown.request
     if request.kind == "tool":
@@ -189,6 +212,7 @@ def output_lines(output: Output) -> list[str]:
     lines = output.text.strip().splitlines() or ["(empty reply)"]
     lines.append(
         f"({output.source.replace('_', ' ')}, {output.model_calls} model call(s)"
+        + usage_text(output.usage)
         + (f", {len(output.artifacts)} artifact(s))" if output.artifacts else ")")
     )
     return lines
@@ -207,6 +231,7 @@ def render_tree(tree: TreeSnapshot, extra: Sequence[str] = ()) -> list[str]:
     root = tree.root
     head = (
         f"{root.process_id} · {root.definition} · {tree.status} · {root.model_calls} model call(s)"
+        + (f" · {tree.usage}" if tree.usage.models else "")
     )
     text = _TreeText(tree, tuple(extra))
     lines = [head, *text.process(root, 1)]
@@ -233,6 +258,9 @@ class _TreeText:
         rounds = {r.model_call_seq: r for r in process.settled_results}
         delegates = {a.ref for a in process.artifacts} | {d.ref for d in process.active_delegates}
         active = {child_position(c): c for c in process.active_children}
+        attempts: dict[int, list[str]] = {}
+        for attempt in process.model_attempts:
+            attempts.setdefault(attempt.model_call_seq, []).append(pad + attempt_line(attempt))
         seq = 0
         previous: Message | None = None
         for message in process.context:
@@ -240,6 +268,7 @@ class _TreeText:
                 lines.append(pad + _user_line(message, previous))
             elif message.role == "assistant":
                 seq += 1
+                lines += attempts.pop(seq, [])
                 lines.append(pad + model_line(seq, message))
                 settled = rounds.get(seq)
                 for entry in settled.entries if settled else ():
@@ -252,6 +281,7 @@ class _TreeText:
                             lines += self.child(child_id, call, level + 1)
             if message.role != "tool":
                 previous = message
+        lines += [line for later in attempts.values() for line in later]  # the call in flight
         for unknown in process.unknown_effects:
             lines += self.unknown(unknown, pad)
         if process.failure is not None:
@@ -293,11 +323,15 @@ class _TreeText:
 
     def unknown(self, unknown: UnknownEffect, pad: str) -> list[str]:
         command = resolve_command(self.root_id, unknown, self.extra)
-        return [
+        lines = [
             f"{pad}! unknown outcome of {unknown_label(unknown)} (effect {unknown.effect_id})",
             f"{pad}{INDENT}why: {shorten(unknown.diagnostic, 100)}",
             f"{pad}{INDENT}settle it after investigating: {command}",
         ]
+        if unknown.kind == "model":
+            retry = retry_command(self.root_id, unknown, self.extra)
+            lines.append(f"{pad}{INDENT}or send the request again: {retry}")
+        return lines
 
 
 def _user_line(message: Message, previous: Message | None) -> str:
@@ -312,6 +346,7 @@ def _user_line(message: Message, previous: Message | None) -> str:
 
 __all__ = [
     "answer_command",
+    "attempt_line",
     "call_label",
     "call_of",
     "child_position",
@@ -322,8 +357,10 @@ __all__ = [
     "render_tree",
     "resolve_command",
     "result_line",
+    "retry_command",
     "schema_hint",
     "shorten",
     "task_line",
     "unknown_label",
+    "usage_text",
 ]

@@ -33,6 +33,7 @@ from scope_temporal.interaction.snapshot import (
 from scope_temporal.models.streaming import LiveText
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import ControlInput, ResolveInput, SteerInput, ToolInputAnswer
+from scope_temporal.settle import resend_model_call
 from scope_temporal.tasks import TemporalTaskAccess
 from scope_temporal.tools.validation import validate_value
 
@@ -142,6 +143,30 @@ class InteractionHandle:
         )
         payload = ResolveInput(
             signal_id=signal_id or f"resolve:{unknown.effect_id}", settlement=settlement
+        )
+        await self._update(unknown.process_id, names.RESOLVE, payload)
+
+    async def retry_model_call(
+        self, unknown: UnknownEffect, *, signal_id: str | None = None
+    ) -> None:
+        """Send an unknown model call's retained request again, as a new Effect.
+
+        The unknown call is recorded as superseded (`snapshot().model_attempts`), never
+        admitted: whatever it answered, if it ran, is ignored, and it may have cost
+        tokens. The new attempt keeps the call's number and gets its own Effect id
+        (`.../model/3/retry/1`); if its outcome is unknown too, it is held like any other.
+
+        Raises:
+            SettlementMismatch: the unknown is a tool call (its tool may have acted: settle
+                it with `settle_tool_result`), it is no longer held, or it belongs to
+                another Interaction (nothing sent).
+        """
+        self._check_in_tree(
+            unknown.process_id, errors.SettlementMismatch, f"unknown effect {unknown.effect_id!r}"
+        )
+        payload = ResolveInput(
+            signal_id=signal_id or f"retry:{unknown.effect_id}",
+            settlement=resend_model_call(unknown.request),
         )
         await self._update(unknown.process_id, names.RESOLVE, payload)
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from scope_temporal import errors
 from scope_temporal.errors import InvalidSignal
-from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
+from scope_temporal.interaction.effects import ModelResend, ModelSettlement, ToolSettlement
 from scope_temporal.payload_limits import size_of, too_large
 from scope_temporal.payloads import ResolveInput
 
@@ -76,4 +76,27 @@ def settlement_for(input: ResolveInput, kind: type[S], limit: int) -> S:
     return settlement
 
 
-__all__ = ["check_size", "check_steer_room", "oversized", "refuse_over", "settlement_for"]
+def model_settlement_for(input: ResolveInput, limit: int) -> ModelSettlement | ModelResend:
+    """The input's settlement of a model Effect (an Interaction holds those): a response,
+    or the choice to send the request again.
+
+    Raises:
+        InvalidSignal: over the limit. SettlementMismatch: a tool call's settlement.
+    """
+    check_size(input, "The settlement", limit)
+    settlement = input.settlement
+    if isinstance(settlement, ToolSettlement):
+        raise errors.SettlementMismatch(
+            "A tool settlement must be sent to its ToolCall process (unknown.process_id)."
+        )
+    return settlement
+
+
+__all__ = [
+    "check_size",
+    "check_steer_room",
+    "model_settlement_for",
+    "oversized",
+    "refuse_over",
+    "settlement_for",
+]

@@ -27,16 +27,16 @@ from typing import Any, assert_never
 
 from scope_temporal import errors, names
 from scope_temporal.driver.calls import run_delegate, run_tool_call
-from scope_temporal.driver.inputs import check_size, check_steer_room, settlement_for
-from scope_temporal.driver.model_calls import ModelCaller
+from scope_temporal.driver.inputs import check_size, check_steer_room, model_settlement_for
+from scope_temporal.driver.model_calls import ModelCaller, details_line
 from scope_temporal.driver.start import changed_definition
 from scope_temporal.driver.transport import InteractionTransport
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import (
     CallModel,
-    ModelSettlement,
     StartDelegate,
     StartToolCall,
+    WaitRetry,
 )
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
@@ -151,11 +151,13 @@ class InteractionDriver:
             await transport.wait_until(lambda: self._dirty)
             self._dirty = False
 
-    def _start(self, effect: CallModel | StartToolCall | StartDelegate) -> None:
+    def _start(self, effect: CallModel | StartToolCall | StartDelegate | WaitRetry) -> None:
         machine, transport = self.machine, self._transport
         match effect:
             case CallModel():
                 self._spawn(self._models.call(machine, effect, transport, self.limit))
+            case WaitRetry():
+                self._spawn(self._models.wait(machine, effect, transport))
             case StartToolCall():
                 self._spawn(run_tool_call(machine, effect, transport, self._children, self.limit))
             case StartDelegate():
@@ -230,16 +232,7 @@ class InteractionDriver:
         """
         machine = self.machine
         status = machine.status
-        note = ""
-        if status == "waiting":
-            note = " · waiting: the model call's outcome is unknown; resolve it"
-        elif machine.active_children:
-            note = f" · running {len(machine.active_children)} call(s)"
-        limit = machine.max_model_calls
-        self._transport.show(
-            f"**{status}** · definition `{machine.definition.name}` · model calls "
-            f"{machine.model_calls}/{limit if limit is not None else '∞'}{note}"
-        )
+        self._transport.show(details_line(machine))
         if status == "waiting":
             status = "running"
         if status == self._reported_status:
@@ -302,7 +295,7 @@ class InteractionDriver:
             self._forward(input.settlement.request.process_id, names.RESOLVE, input)
             return
         try:
-            settlement = settlement_for(input, ModelSettlement, self.limit)
+            settlement = model_settlement_for(input, self.limit)
             self.machine.resolve(settlement)
             self._transport.record_settlement(settlement)
         except ScopeError as error:
@@ -310,10 +303,10 @@ class InteractionDriver:
         self._touch()
 
     def validate_resolve(self, input: ResolveInput) -> None:
-        self.machine.check_resolution(settlement_for(input, ModelSettlement, self.limit))
+        self.machine.check_resolution(model_settlement_for(input, self.limit))
 
     async def resolve_update(self, input: ResolveInput) -> None:
-        settlement = settlement_for(input, ModelSettlement, self.limit)
+        settlement = model_settlement_for(input, self.limit)
         machine = self.machine
         # On replay an update can be applied before the activity failure it settles,
         # when both fall in one workflow task: wait for the unknown to be recorded.

@@ -1,6 +1,9 @@
 """The model calls of one Interaction run, as the driver makes them.
 
-One `scope.model` call per model Effect, never retried. What crosses the engine carries
+One `scope.model` call per model Effect, never retried by the engine: a retry (of a call
+that provably did not run, or of an unknown one the host or the Definition chose to send
+again) is a new Effect the machine asks for, after a durable timer (`WaitRetry`) when it
+says so. A call that succeeds costs one activity and nothing else. What crosses the engine carries
 the messages that are new since the previous call and a reference to the rest (see
 `scope_temporal.context_refs`), so history grows per round by what the round added. The
 worker rebuilds the exact request; on a cache miss it asks for the prefix (the
@@ -14,14 +17,44 @@ from scope_temporal.chat import Message
 from scope_temporal.context_refs import ContextChain
 from scope_temporal.driver.inputs import oversized
 from scope_temporal.driver.transport import InteractionTransport, Lost
-from scope_temporal.interaction.effects import CallModel, ModelUnknown
+from scope_temporal.interaction.effects import (
+    CallModel,
+    ModelEffectRequest,
+    ModelUnknown,
+    WaitRetry,
+)
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.payloads import ContextPage, ContextPageRequest, ModelActivityInput
 
 
-def model_summary(model_call_seq: int, model: str) -> str:
-    """What the UI shows for one model call."""
-    return f"model #{model_call_seq}: {model}"
+def model_summary(model_call_seq: int, model: str, retry: int = 0) -> str:
+    """What the UI shows for one model call (`model #3: gpt-4o`, `... · retry 2`)."""
+    summary = f"model #{model_call_seq}: {model}"
+    return summary if retry == 0 else f"{summary} · retry {retry}"
+
+
+def retry_summary(wait: WaitRetry) -> str:
+    """What the UI shows for the timer before a retry: `model #3 · retry 2 after 429`."""
+    return f"model #{wait.model_call_seq} · retry {wait.retry} after {wait.reason}"
+
+
+def details_line(machine: InteractionMachine) -> str:
+    """The live one-line status (the Temporal UI's current details)."""
+    status = machine.status
+    note = ""
+    if status == "waiting":
+        note = " · waiting: the model call's outcome is unknown; resolve it"
+    elif machine.retry_reason is not None:
+        note = f" · model call not run ({machine.retry_reason}); retrying after a wait"
+    elif machine.active_children:
+        note = f" · running {len(machine.active_children)} call(s)"
+    limit = machine.max_model_calls
+    usage = machine.usage
+    tokens = f" · tokens {usage.total_tokens:,}" if usage.models else ""
+    return (
+        f"**{status}** · definition `{machine.definition.name}` · model calls "
+        f"{machine.model_calls}/{limit if limit is not None else '∞'}{tokens}{note}"
+    )
 
 
 class ModelCaller:
@@ -76,13 +109,23 @@ class ModelCaller:
             payload,
             request,
             timeout=machine.definition.model_timeout,
-            summary=model_summary(request.model_call_seq, request.model),
+            summary=model_summary(request.model_call_seq, request.model, retry_number(request)),
         )
         if isinstance(result, Lost):
             result = ModelUnknown(effect_id=request.effect_id, diagnostic=result.diagnostic)
         if not machine.done:
             machine.on_model(result)
-            transport.record_outcome(request, result)
+            if machine.retry_reason is None:  # an unknown re-sent at once is not held
+                transport.record_outcome(request, result)
+
+    async def wait(
+        self, machine: InteractionMachine, effect: WaitRetry, transport: InteractionTransport
+    ) -> None:
+        """Wait before the next attempt of a model call, then let it go out."""
+        # raises CancelledError when the Interaction is being cancelled (the driver ends it)
+        await transport.sleep(effect.delay, summary=retry_summary(effect))
+        if not machine.done:
+            machine.retry_due(effect.effect_id)
 
     def page(self, query: ContextPageRequest) -> ContextPage:
         """Messages [start, end) of the latest model call, at most about `max_bytes`."""
@@ -96,4 +139,10 @@ class ModelCaller:
         return ContextPage(messages=tuple(page), end=query.start + len(page))
 
 
-__all__ = ["ModelCaller", "model_summary"]
+def retry_number(request: ModelEffectRequest) -> int:
+    """Which retry of its model call a request is (0: the first attempt)."""
+    _, marker, number = request.effect_id.rpartition("/retry/")
+    return int(number) if marker and number.isdigit() else 0
+
+
+__all__ = ["ModelCaller", "details_line", "model_summary", "retry_number", "retry_summary"]

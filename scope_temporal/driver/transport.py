@@ -24,12 +24,13 @@ from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
     ModelOutcome,
+    ModelResend,
     ModelSettlement,
     ToolEffectRequest,
     ToolSettlement,
 )
 from scope_temporal.interaction.task_values import AttemptReport
-from scope_temporal.outputs import Failure, Output
+from scope_temporal.outputs import Failure, Output, TokenUsage
 from scope_temporal.payloads import (
     InteractionInput,
     ModelActivityInput,
@@ -73,9 +74,12 @@ class Ended:
     message: str
     code: str | None = None
     """The child's own failure code, when it ended with one of ours."""
+    usage: TokenUsage | None = None
+    """The tokens a child Interaction's tree used before it failed."""
 
     def failure(self, default_code: str) -> Failure:
-        return Failure.of(self.code or default_code, self.message)
+        failure = Failure.of(self.code or default_code, self.message)
+        return failure if self.usage is None else failure.model_copy(update={"usage": self.usage})
 
 
 ChildEnd = Refused | Ended
@@ -118,7 +122,7 @@ class ToolCallTransport(Host, Protocol):
         """Count an unknown opened, if `outcome` is unknown (metrics; never on replay)."""
         ...
 
-    def record_settlement(self, settlement: ModelSettlement | ToolSettlement) -> None:
+    def record_settlement(self, settlement: ModelSettlement | ModelResend | ToolSettlement) -> None:
         """Count a host's accepted settlement of an unknown (metrics; never on replay)."""
         ...
 
@@ -140,6 +144,10 @@ class InteractionTransport(ToolCallTransport, Protocol):
     ) -> ModelOutcome | Lost:
         """Call the model once (`scope.model`, never retried); `input` is what crosses
         the engine, `request` the whole request it stands for."""
+        ...
+
+    async def sleep(self, delay: timedelta, *, summary: str) -> None:
+        """Wait `delay` on a durable timer (the wait survives a lost worker)."""
         ...
 
     async def run_tool_call(self, input: ToolCallInput, *, summary: str) -> CallSettled | ChildEnd:

@@ -86,6 +86,7 @@ def judge(
             artifacts=tuple(s.artifacts),
             data=data,
             approved_tools=tuple(s.approved_tools),
+            usage=s.usage,
         )
     )
 

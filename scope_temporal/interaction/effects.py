@@ -7,6 +7,7 @@ and settle it from exactly what was asked (`settle_model_result`, `settle_tool_r
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, Response, ToolCall
 from scope_temporal.interaction.approvals import ApprovalGate
+from scope_temporal.models.not_called import NotCalled
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.tools.outcome import Failed, Rejected, Succeeded
@@ -102,7 +104,25 @@ class StartDelegate(_Frozen):
     capabilities: tuple[str, ...]
 
 
-Effect = Annotated[CallModel | StartToolCall | StartDelegate, Field(discriminator="kind")]
+class WaitRetry(_Frozen):
+    """Wait on a durable timer, then make the next attempt of the model call in flight
+    (the previous one provably did not run, or was unknown and `ambiguous=` allows a
+    re-send). The driver reports the timer with `retry_due(effect_id)`."""
+
+    kind: Literal["wait_retry"] = "wait_retry"
+    effect_id: str
+    """The attempt that follows the wait (`<id>/model/<seq>/retry/<n>`)."""
+    model_call_seq: int
+    retry: int
+    """Which retry of the model call follows (1, 2, ...)."""
+    delay: timedelta
+    reason: str
+    """Why, for people: `429`, `no connection`, `unknown outcome`..."""
+
+
+Effect = Annotated[
+    CallModel | StartToolCall | StartDelegate | WaitRetry, Field(discriminator="kind")
+]
 
 
 # --- settlements from the driver ---------------------------------------------------
@@ -134,8 +154,19 @@ class ModelUnknown(_Frozen):
     diagnostic: str
 
 
+class ModelNotRun(_Frozen):
+    """The model provably did not run the request (the adapter raised `ModelRejected`,
+    `ModelContextOverflow` or `ModelUnavailable` with sound fields): definite, never
+    unknown. The loop retries a retryable one (`Definition.model_retry`) as a new Effect,
+    or fails with its code."""
+
+    kind: Literal["not_called"] = "not_called"
+    effect_id: str
+    reason: NotCalled
+
+
 ModelOutcome = Annotated[
-    ModelResponded | ModelHostFailed | ModelUnknown, Field(discriminator="kind")
+    ModelResponded | ModelHostFailed | ModelUnknown | ModelNotRun, Field(discriminator="kind")
 ]
 
 
@@ -174,6 +205,15 @@ class ModelSettlement(_Frozen):
     messages_sent: tuple[Message, ...]
 
 
+class ModelResend(_Frozen):
+    """A host's choice for an unknown model Effect: send its retained request again, as a
+    new Effect. The unknown one is recorded as superseded (the snapshot's
+    `model_attempts`); whatever it did is never admitted. Never for a tool call."""
+
+    kind: Literal["model_resend"] = "model_resend"
+    request: ModelEffectRequest
+
+
 class ToolSettlement(_Frozen):
     """A host's investigated settlement of an unknown tool Effect."""
 
@@ -182,4 +222,4 @@ class ToolSettlement(_Frozen):
     outcome: Annotated[Succeeded | Failed | Rejected, Field(discriminator="kind")]
 
 
-Settlement = Annotated[ModelSettlement | ToolSettlement, Field(discriminator="kind")]
+Settlement = Annotated[ModelSettlement | ModelResend | ToolSettlement, Field(discriminator="kind")]

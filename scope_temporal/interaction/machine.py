@@ -12,8 +12,9 @@ lead; the phase is assigned here and nowhere else.
 The rules it keeps (DESIGN.md section 2):
  1. Pending steers are applied, in arrival order, right before a model call, never during
     one and never in the middle of a batch.
- 2. A model outcome is a response, a definite host failure, or unknown. Unknown holds
-    the Effect for the host (`resolve`); nothing is ever re-run by the machine.
+ 2. A model outcome is a response, a definite host failure, not called (provably), or
+    unknown, held for the host (`resolve`: settle it, or send it again). Only what did
+    not run is retried by the machine itself, unless the Definition opts in (`retries.py`).
  3. A response breaking the loop's rules (duplicate call ids, nothing to say) fails with
     `interaction.model.invalid_response` and never enters the state.
  4. Tool calls run only with finish `tool_calls`; with `length` each call gets a
@@ -37,14 +38,16 @@ from typing import Literal, assert_never
 from scope_temporal import errors
 from scope_temporal.chat import FinishReason, Message, Response, ToolResult
 from scope_temporal.definition import Definition
-from scope_temporal.errors import InvalidSignal, ProtocolError, ScopeError
-from scope_temporal.interaction import completion, rounds, rules, turns
+from scope_temporal.errors import ProtocolError, ScopeError
+from scope_temporal.interaction import completion, retries, rounds, rules, turns
 from scope_temporal.interaction.effects import (
     CallModel,
     CallOutcome,
     Effect,
     ModelHostFailed,
+    ModelNotRun,
     ModelOutcome,
+    ModelResend,
     ModelResponded,
     ModelSettlement,
     ModelUnknown,
@@ -64,8 +67,8 @@ from scope_temporal.outputs import Failure
 from scope_temporal.tools import rejections
 
 Event = Literal[
-    "next_effects", "model_settled", "resolve", "call_settled", "steer", "pause", "resume",
-    "cancel", "fail", "record",
+    "next_effects", "model_settled", "retry_due", "resolve", "call_settled", "steer", "pause",
+    "resume", "cancel", "fail", "record",
 ]  # fmt: skip
 
 _ANY = (*LIVE_PHASES, *TERMINAL_PHASES)
@@ -74,10 +77,12 @@ TABLE: Table[Event, Phase] = {
     "next_effects": {
         "need_model": frozenset({"model", "failed"}),
         "model": frozenset({"model"}),
+        "backoff": frozenset({"backoff"}),
         "round": frozenset({"round"}),
     },
-    "model_settled": {"model": _ADMITTED | {"model"}},
-    "resolve": {"model": _ADMITTED},
+    "model_settled": {"model": _ADMITTED | {"model", "backoff"}},
+    "retry_due": {"backoff": frozenset({"model"})},
+    "resolve": {"model": _ADMITTED | {"model"}},
     "call_settled": {"round": _ADMITTED},
     "steer": same(*LIVE_PHASES),
     "pause": same(*_ANY),  # a paused Process starts nothing new
@@ -131,25 +136,10 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         tighten the Definition's own. `approved_tools` are approved for the session
         already (e.g. a session's earlier turns remembered them): their calls need no
         approval unless the approver hook denies them; names the Definition does not
-        bind are ignored.
+        bind are ignored (`rules.initial_state`).
         """
-        if not messages:
-            raise InvalidSignal("An Interaction needs at least one message to start.")
-        limit = definition.max_model_calls
-        if max_model_calls is not None:
-            limit = max_model_calls if limit is None else min(limit, max_model_calls)
-        granted = definition.capabilities
-        if capabilities is not None:
-            granted = granted & frozenset(capabilities)
-        context = [Message.system(definition.instructions)] if definition.instructions else []
-        state = InteractionState(
-            process_id=process_id,
-            definition=definition.name,
-            digest=definition.digest,
-            context=[*context, *messages],
-            max_model_calls=limit,
-            granted=tuple(sorted(granted)),
-            approved_tools=sorted(set(approved_tools) & set(definition.tools.names)),
+        state = rules.initial_state(
+            definition, process_id, messages, max_model_calls, capabilities, approved_tools
         )
         return cls(definition, state)
 
@@ -189,22 +179,36 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         """Settle one running call of the open round with its child's definite result."""
         self._apply("call_settled", lambda s: self._on_call(s, outcome))
 
+    def retry_due(self, effect_id: str) -> None:
+        """The wait (`WaitRetry`) before the attempt `effect_id` is over."""
+
+        def change(s: InteractionState) -> None:
+            retries.timer_due(s, effect_id)
+            s.phase = "model"
+
+        self._apply("retry_due", change)
+
     def fail(self, code: str, message: str) -> None:
         """End the Interaction with a classified failure reported by the driver."""
         self._apply("fail", lambda s: self._fail(s, code, message))
 
     # --- the host's inputs -----------------------------------------------------------
 
-    def check_resolution(self, settlement: ModelSettlement) -> None:
+    def check_resolution(self, settlement: ModelSettlement | ModelResend) -> None:
         """Raise SettlementMismatch unless `settlement` settles the held unknown model Effect."""
         rules.check_resolution(self._state, settlement)
 
-    def resolve(self, settlement: ModelSettlement) -> None:
-        """Apply a host's investigated settlement of the unknown model Effect."""
+    def resolve(self, settlement: ModelSettlement | ModelResend) -> None:
+        """Apply a host's investigated settlement of the unknown model Effect, or its
+        choice to send the request again (a new Effect; the unknown one is superseded)."""
         self.check_resolution(settlement)
-        self._apply(
-            "resolve", lambda s: self._admit(s, settlement.response, settlement.messages_sent)
-        )
+        match settlement:
+            case ModelSettlement(response=response, messages_sent=sent):
+                self._apply("resolve", lambda s: self._admit(s, response, sent))
+            case ModelResend():
+                self._apply("resolve", retries.resend)
+            case _:
+                assert_never(settlement)
 
     def check_steer(self, signal_id: str, messages: tuple[Message, ...]) -> bool:
         """Validate a steer; True if new, False if an exact duplicate (a no-op).
@@ -274,6 +278,8 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
                     return []
                 s.model.emitted = True
                 return [CallModel(request=s.model.request)]
+            case "backoff":
+                return list(retries.timer_effect(s))
             case "round":
                 assert s.round is not None  # the round phase always has its round
                 return rounds.start_calls(self.definition, s, s.round)
@@ -291,9 +297,12 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
                 "is in flight."
             )
         match outcome:
-            case ModelUnknown():
-                s.model.unknown = True
-                s.model.diagnostic = outcome.diagnostic
+            case ModelUnknown() | ModelNotRun():
+                after = retries.after(self.definition, s, outcome)
+                if isinstance(after, Failure):
+                    self._fail(s, after.code, after.message)
+                else:
+                    s.phase = after
             case ModelHostFailed():
                 self._fail(s, errors.HOST_FAILED, outcome.message)
             case ModelResponded():
@@ -308,6 +317,8 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         seq = s.model.request.model_call_seq if s.model is not None else 0
         if messages_sent is not None:
             s.context = list(messages_sent)
+        if s.model is not None:
+            s.usage = s.usage.add(s.model.request.model, response.usage)
         s.model = None
         s.model_calls += 1
         message = response.message
@@ -383,7 +394,7 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         s.phase = "failed"
         s.round = None
         s.model = None
-        s.failure = Failure.of(code, message)
+        s.failure = Failure.of(code, message, usage=s.usage if s.usage.models else None)
 
 
 __all__ = ["TABLE", "InteractionMachine", "ResultEntry"]

@@ -13,14 +13,14 @@ from scope_temporal.interaction.snapshot import (
     UnknownEffect,
 )
 from scope_temporal.interaction.state import TERMINAL_PHASES, InteractionState
-from scope_temporal.outputs import Failure, Output
+from scope_temporal.outputs import Failure, Output, TokenUsage
 
 
 def _status(s: InteractionState) -> Status:
     match s.phase:
         case "completed" | "failed" | "canceled":
             return s.phase
-        case "need_model" | "model" | "round":
+        case "need_model" | "model" | "backoff" | "round":
             if s.paused:
                 return "paused"
             return "waiting" if s.model is not None and s.model.unknown else "running"
@@ -106,6 +106,8 @@ def interaction_snapshot(s: InteractionState) -> ProcessSnapshot:
         output=s.output,
         failure=s.failure,
         background_tasks=_background_tasks(s),
+        usage=s.usage,
+        model_attempts=tuple(s.model_attempts),
     )
 
 
@@ -169,6 +171,17 @@ class InteractionView:
         """A model call was started and has not reported anything yet."""
         model = self._state.model
         return model is not None and model.emitted and not model.unknown
+
+    @property
+    def retry_reason(self) -> str | None:
+        """Why the model call waits for its next attempt (phase `backoff`), else None."""
+        model = self._state.model
+        return model.timer.reason if model is not None and model.timer is not None else None
+
+    @property
+    def usage(self) -> TokenUsage:
+        """Tokens of the model calls so far, and of the delegates that ended."""
+        return self._state.usage
 
     @property
     def at_round_boundary(self) -> bool:

@@ -254,6 +254,8 @@ def _settle_delegate_slot(
     s: InteractionState, seq: int, slot: CallSlot, settled: DelegateSettled
 ) -> None:
     call = slot.call
+    ended = settled.output or settled.failure
+    s.usage = s.usage.plus(ended.usage if ended is not None else None)
     if settled.output is not None:
         text = settled.output.text
         slot.result = ToolResult(call_id=call.id, name=call.name, content=text)

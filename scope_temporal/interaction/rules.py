@@ -12,9 +12,9 @@ from typing import Any
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.definition import Definition
-from scope_temporal.errors import SettlementMismatch
+from scope_temporal.errors import InvalidSignal, SettlementMismatch
 from scope_temporal.ids import tool_call_ref
-from scope_temporal.interaction.effects import ModelSettlement, ToolEffectRequest
+from scope_temporal.interaction.effects import ModelResend, ModelSettlement, ToolEffectRequest
 from scope_temporal.interaction.hooks import call_hook
 from scope_temporal.interaction.snapshot import ResultEntry
 from scope_temporal.interaction.state import CallSlot, InteractionState
@@ -25,8 +25,43 @@ from scope_temporal.tools.spec import ToolSpec
 from scope_temporal.tools.validation import validate_value
 
 
-def check_resolution(s: InteractionState, settlement: ModelSettlement) -> None:
-    """Raise SettlementMismatch unless `settlement` settles the held unknown model Effect."""
+def initial_state(
+    definition: Definition,
+    process_id: str,
+    messages: list[Message] | tuple[Message, ...],
+    max_model_calls: int | None,
+    capabilities: tuple[str, ...] | None,
+    approved_tools: tuple[str, ...] = (),
+) -> InteractionState:
+    """A new Interaction's state; a parent's delegate budget and grant only tighten the
+    Definition's own; `approved_tools` the Definition does not bind are ignored.
+
+    Raises:
+        InvalidSignal: no messages.
+    """
+    if not messages:
+        raise InvalidSignal("An Interaction needs at least one message to start.")
+    limit = definition.max_model_calls
+    if max_model_calls is not None:
+        limit = max_model_calls if limit is None else min(limit, max_model_calls)
+    granted = definition.capabilities
+    if capabilities is not None:
+        granted = granted & frozenset(capabilities)
+    context = [Message.system(definition.instructions)] if definition.instructions else []
+    return InteractionState(
+        process_id=process_id,
+        definition=definition.name,
+        digest=definition.digest,
+        context=[*context, *messages],
+        max_model_calls=limit,
+        granted=tuple(sorted(granted)),
+        approved_tools=sorted(set(approved_tools) & set(definition.tools.names)),
+    )
+
+
+def check_resolution(s: InteractionState, settlement: ModelSettlement | ModelResend) -> None:
+    """Raise SettlementMismatch unless `settlement` settles the held unknown model Effect
+    (a re-send: only its request must match)."""
     if s.model is None or not s.model.unknown:
         raise SettlementMismatch(
             f"Interaction {s.process_id!r} holds no unknown model effect to settle."
@@ -38,6 +73,8 @@ def check_resolution(s: InteractionState, settlement: ModelSettlement) -> None:
             f"the unknown effect is {s.model.request.effect_id!r}. Build it with "
             "settle_model_result(unknown.request, ...)."
         )
+    if isinstance(settlement, ModelResend):
+        return
     # what settle_model_result guarantees, checked again: a raw signal skips it
     if not settlement.messages_sent:
         raise SettlementMismatch("messages_sent must list the messages the model call sent.")

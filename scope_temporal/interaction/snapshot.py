@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -10,10 +11,11 @@ from pydantic import BaseModel, ConfigDict
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.interaction.effects import ModelEffectRequest, ToolEffectRequest
-from scope_temporal.outputs import Artifact, Failure, Output
+from scope_temporal.outputs import Artifact, Failure, Output, TokenUsage
 from scope_temporal.tools.outcome import Disposition, ProgressSummary
 
 Status = Literal["running", "waiting", "paused", "completed", "failed", "canceled"]
+_ENDED = ("completed", "failed", "canceled")
 ProcessKind = Literal["interaction", "tool_call", "background_task"]
 TaskStatus = Literal["running", "waiting_input", "completed", "failed", "canceled"]
 
@@ -85,6 +87,31 @@ class UnknownEffect(_Frozen):
     request: ModelEffectRequest | ToolEffectRequest
     ref: str | None
     diagnostic: str
+
+
+class ModelAttempt(_Frozen):
+    """An attempt of a model call that gave the loop no response, kept so that none is
+    dropped silently: refused before it ran (`not_called`; then retried, or the
+    Interaction failed), or unknown and sent again (`superseded`, by the host's
+    `retry_model_call` or by `ModelRetry(ambiguous=...)`)."""
+
+    effect_id: str
+    model_call_seq: int
+    model: str
+    """The model (as the Definition binds it) the attempt was sent to."""
+    outcome: Literal["not_called", "superseded"]
+    message: str
+    """The provider's message (not called), or why the outcome was unknown (superseded)."""
+    code: str | None = None
+    """Why it was not called: `interaction.model.unavailable`, `.rejected`, `.context_overflow`."""
+    status: int | None = None
+    """The HTTP status of the refusal (None: no HTTP answer, or superseded)."""
+    retry_after: timedelta | None = None
+    """The wait the provider asked for."""
+    resent_by: Literal["host", "policy"] | None = None
+    """Superseded: who chose to send the request again."""
+    followed_by: str | None = None
+    """The Effect id of the attempt that came next (None: none did; the Interaction failed)."""
 
 
 class ActiveDelegate(_Frozen):
@@ -170,6 +197,10 @@ class ProcessSnapshot(_Frozen):
     """For an Interaction: the background tasks its calls launched, in launch order."""
     task: TaskSnapshot | None = None
     """For a background task: its state."""
+    usage: TokenUsage = TokenUsage()
+    """For an Interaction: the tokens of its model calls and of its delegates that ended."""
+    model_attempts: tuple[ModelAttempt, ...] = ()
+    """For an Interaction: its model call attempts that gave no response (the latest 100)."""
 
 
 class TreeSnapshot(_Frozen):
@@ -237,6 +268,22 @@ class TreeSnapshot(_Frozen):
     @property
     def applied_signals(self) -> list[str]:
         return [s for p in self.processes for s in p.applied_signals]
+
+    @property
+    def model_attempts(self) -> list[ModelAttempt]:
+        """Every model call attempt of the tree that gave no response (retried, failed
+        on, or superseded), by process."""
+        return [a for p in self.processes for a in p.model_attempts]
+
+    @property
+    def usage(self) -> TokenUsage:
+        """Tokens used by every model call of the tree so far, per model: the root's
+        (which holds its delegates that ended) plus every delegate still running."""
+        total = self.root.usage
+        for process in self.processes[1:]:
+            if process.kind == "interaction" and process.status not in _ENDED:
+                total = total.plus(process.usage)
+        return total
 
     def process(self, process_id: str) -> ProcessSnapshot:
         for p in self.processes:

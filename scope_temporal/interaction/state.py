@@ -7,6 +7,7 @@ bookkeeping in `rounds.py` runs inside the machine's transitions).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -14,16 +15,17 @@ from pydantic import BaseModel, ConfigDict
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, ToolCall, ToolResult
 from scope_temporal.interaction.effects import ModelEffectRequest
-from scope_temporal.interaction.snapshot import RejectedSignal, RoundResults
-from scope_temporal.outputs import Artifact, Failure, Output
+from scope_temporal.interaction.snapshot import ModelAttempt, RejectedSignal, RoundResults
+from scope_temporal.outputs import Artifact, Failure, Output, TokenUsage
 from scope_temporal.tools.outcome import Disposition
 from scope_temporal.tools.spec import SchedulingClass
 
-Phase = Literal["need_model", "model", "round", "completed", "failed", "canceled"]
+Phase = Literal["need_model", "model", "backoff", "round", "completed", "failed", "canceled"]
 """need_model: the next step is a model call; model: one is in flight or unknown;
-round: a batch of calls is executing; the rest are terminal."""
+backoff: the model call did not run and its next attempt waits on a timer; round: a
+batch of calls is executing; the rest are terminal."""
 
-LIVE_PHASES: tuple[Phase, ...] = ("need_model", "model", "round")
+LIVE_PHASES: tuple[Phase, ...] = ("need_model", "model", "backoff", "round")
 TERMINAL_PHASES: tuple[Phase, ...] = ("completed", "failed", "canceled")
 
 
@@ -31,13 +33,30 @@ class _State(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
 
 
+class RetryTimer(_State):
+    """The wait before the next attempt of a model call (phase `backoff`)."""
+
+    delay: timedelta
+    reason: str
+    started: bool = False
+
+
 class PendingModel(_State):
-    """The model Effect in flight (or held unknown)."""
+    """The model Effect in flight (or held unknown, or waiting to be retried)."""
 
     request: ModelEffectRequest
     emitted: bool = False
     unknown: bool = False
     diagnostic: str = ""
+    retries: int = 0
+    """Attempts of this model call after the first, on every model (the Effect id's `n`)."""
+    model_index: int = 0
+    """Which of the Definition's models the request goes to: 0 `model`, then fallbacks."""
+    model_attempts: int = 1
+    """Attempts on that model that it refused for now (the first included)."""
+    resends: int = 0
+    """Automatic re-sends of an unknown outcome (`ModelRetry.ambiguous`)."""
+    timer: RetryTimer | None = None
 
 
 class CallSlot(_State):
@@ -108,3 +127,7 @@ class InteractionState(_State):
     artifacts: list[Artifact] = []
     output: Output | None = None
     failure: Failure | None = None
+    usage: TokenUsage = TokenUsage()
+    """Tokens of the model calls, and of the delegates that ended."""
+    model_attempts: list[ModelAttempt] = []
+    """The latest attempts that gave no response (not called, or superseded)."""

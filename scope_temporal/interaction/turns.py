@@ -17,13 +17,22 @@ from scope_temporal.outputs import Failure
 
 def begin(definition: Definition, s: InteractionState) -> ModelEffectRequest | Failure:
     """The next model call's request, now in flight; or why no model call may start
-    (the limit of model calls is reached, or the manifest cannot be built)."""
+    (the limit of model calls or the token budget is reached, or the manifest cannot be
+    built)."""
     started = s.next_model_call_seq - 1
     if s.max_model_calls is not None and started >= s.max_model_calls:
         return Failure.of(
             errors.LIMIT_MODEL_CALLS,
             f"The model was called {started} times, the limit of this Interaction "
             f"(max_model_calls={s.max_model_calls}); it had not completed.",
+        )
+    budget, used = definition.max_total_tokens, s.usage
+    if budget is not None and used.total_tokens >= budget:
+        return Failure.of(
+            errors.LIMIT_TOKENS,
+            f"The model calls of this Interaction (delegates included) used {used}, its "
+            f"budget is max_total_tokens={budget:,}; no further model call was made after "
+            f"{started} call(s).",
         )
     manifest = rules.manifest(definition, s.advertised)
     if isinstance(manifest, str):

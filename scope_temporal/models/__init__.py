@@ -24,6 +24,7 @@ from scope_temporal.models.not_called import (
     retry_after_from_headers,
 )
 from scope_temporal.models.protocol import Model, ModelRequest, ToolDefinition
+from scope_temporal.models.retry import ModelRetry
 from scope_temporal.models.scripted import ScriptedModel
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ __all__ = [
     "ModelNotCalled",
     "ModelRejected",
     "ModelRequest",
+    "ModelRetry",
     "ModelUnavailable",
     "NotCalled",
     "NotProven",

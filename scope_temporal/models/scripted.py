@@ -30,8 +30,11 @@ class ScriptedModel:
     """A `Model` that answers from a script or a function.
 
     Script mode: each call consumes the next step in order. A `Response` step is
-    returned; an exception step is raised, which simulates a lost or ambiguous call (the
-    framework records the Effect as unknown). Calling past the last step raises
+    returned; an exception step is raised: most simulate a lost or ambiguous call (the
+    framework records the Effect as unknown), while `ModelUnavailable`, `ModelRejected`
+    and `ModelContextOverflow` simulate a provider that refused before running it (the
+    Interaction retries it after a wait, tries a fallback model, or fails with the code;
+    each retry consumes the next step). Calling past the last step raises
     `ScriptExhausted`, itself an exception, so an over-long run surfaces as an unknown
     model Effect rather than an invented answer.
 

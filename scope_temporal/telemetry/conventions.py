@@ -31,7 +31,8 @@ UNKNOWNS_SETTLED = "scope_unknowns_settled"
 
 Outcome = Literal["succeeded", "failed", "rejected", "unknown", "input_required", "backgrounded"]
 """The `outcome` of a model call (`succeeded` | `failed` (a definite host failure) |
-`unknown`) or of one entry into a tool body (any of these)."""
+`rejected` (the provider refused before running it) | `unknown`) or of one entry into a
+tool body (any of these)."""
 
 # --- spans ----------------------------------------------------------------------------
 

@@ -11,7 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scope_temporal.chat import Usage
-from scope_temporal.interaction.effects import ModelHostFailed, ModelResponded, ModelUnknown
+from scope_temporal.interaction.effects import (
+    ModelHostFailed,
+    ModelNotRun,
+    ModelResponded,
+    ModelUnknown,
+)
 from scope_temporal.models.protocol import Model
 from scope_temporal.payloads import ModelActivityInput, ToolActivityInput
 from scope_temporal.telemetry.conventions import Outcome
@@ -96,6 +101,8 @@ def model_result(result: object) -> ModelResult:
         )
     if isinstance(result, ModelHostFailed):
         return ModelResult("failed", error_type="host_failed")
+    if isinstance(result, ModelNotRun):  # refused before it ran: definite
+        return ModelResult("rejected", error_type=result.reason.code)
     if isinstance(result, ModelUnknown):
         return ModelResult("unknown", error_type="unknown")
     return ModelResult("unknown", error_type="activity_error")

@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 from temporalio import workflow
 from temporalio.common import MetricCounter
 
-from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
+from scope_temporal.interaction.effects import ModelResend, ModelSettlement, ToolSettlement
 from scope_temporal.telemetry.conventions import UNKNOWNS_OPENED, UNKNOWNS_SETTLED
 from scope_temporal.telemetry.instruments import Bound
 
@@ -48,16 +48,21 @@ def record_outcome(request: _Request, outcome: _Outcome) -> None:
         _add(UNKNOWNS_OPENED, {"definition": request.definition, "kind": request.kind})
 
 
-def record_settlement(settlement: ModelSettlement | ToolSettlement) -> None:
-    """Count an unknown a host settled (call it once the settlement is accepted)."""
+def record_settlement(settlement: ModelSettlement | ModelResend | ToolSettlement) -> None:
+    """Count an unknown a host settled, or sent again (disposition `resent`); call it once
+    the settlement is accepted."""
     if workflow.info().task_queue not in _COUNTING:
         return
-    disposition = settlement.outcome.kind if isinstance(settlement, ToolSettlement) else "succeeded"
+    disposition = "succeeded"
+    if isinstance(settlement, ToolSettlement):
+        disposition = settlement.outcome.kind
+    elif isinstance(settlement, ModelResend):
+        disposition = "resent"
     _add(
         UNKNOWNS_SETTLED,
         {
             "definition": settlement.request.definition,
-            "kind": settlement.kind,
+            "kind": settlement.request.kind,
             "disposition": disposition,
         },
     )

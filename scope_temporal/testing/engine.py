@@ -32,6 +32,7 @@ from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
     ModelOutcome,
+    ModelResend,
     ModelSettlement,
     ToolSettlement,
 )
@@ -244,7 +245,7 @@ class LocalTransport:
     def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
         """No metrics in-process."""
 
-    def record_settlement(self, settlement: ModelSettlement | ToolSettlement) -> None:
+    def record_settlement(self, settlement: ModelSettlement | ModelResend | ToolSettlement) -> None:
         """No metrics in-process."""
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -290,6 +291,9 @@ class LocalTransport:
             runtime=self._engine.tasks.runtime,
         )
 
+    async def sleep(self, delay: timedelta, *, summary: str) -> None:
+        await asyncio.sleep(delay.total_seconds())
+
     async def start_task(self, input: TaskInput, *, summary: str) -> str | None:
         self._engine.tasks.start(input)
         return None
@@ -308,7 +312,7 @@ class LocalTransport:
         opened = engine.open_interaction(process_id, input)
         ended = opened if isinstance(opened, Failure) else await engine.run_interaction(opened)
         if isinstance(ended, Failure):
-            return Ended(ended.message, ended.code)
+            return Ended(ended.message, ended.code, ended.usage)
         return ended
 
     def signal(self, process_id: str, signal: str, payload: Any) -> Coroutine[Any, Any, None]:

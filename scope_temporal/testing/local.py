@@ -20,7 +20,7 @@ from scope_temporal.chat import Message
 from scope_temporal.definition import Definition
 from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.errors import InteractionCanceled, InteractionFailed
-from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
+from scope_temporal.interaction.effects import ModelResend, ModelSettlement, ToolSettlement
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
@@ -35,6 +35,7 @@ from scope_temporal.outputs import Failure, Output
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.payloads import InteractionInput, ResolveInput, SteerInput, ToolInputAnswer
 from scope_temporal.registry import Registry
+from scope_temporal.settle import resend_model_call
 from scope_temporal.testing.engine import LocalEngine
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
@@ -189,7 +190,7 @@ class LocalRun:
         return await process.answer_update(input)
 
     async def resolve(
-        self, unknown: UnknownEffect, settlement: ModelSettlement | ToolSettlement
+        self, unknown: UnknownEffect, settlement: ModelSettlement | ModelResend | ToolSettlement
     ) -> None:
         """Settle an unknown effect with the host's investigated settlement."""
         input = ResolveInput(signal_id=f"resolve:{unknown.effect_id}", settlement=settlement)
@@ -198,6 +199,11 @@ class LocalRun:
             raise errors.SettlementMismatch(f"No process {unknown.process_id!r} to settle.")
         process.validate_resolve(input)
         await process.resolve_update(input)
+
+    async def retry_model_call(self, unknown: UnknownEffect) -> None:
+        """Send an unknown model call's request again as a new Effect (see
+        `InteractionHandle.retry_model_call`); never for a tool call."""
+        await self.resolve(unknown, resend_model_call(unknown.request))
 
     async def cancel_task(self, task_id: str, reason: str = "") -> TaskSnapshot:
         """Stop a background task of this run (see `InteractionHandle.cancel_task`).

@@ -37,14 +37,16 @@ from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
     ModelHostFailed,
+    ModelNotRun,
     ModelOutcome,
+    ModelResend,
     ModelResponded,
     ModelSettlement,
     ModelUnknown,
     ToolSettlement,
 )
 from scope_temporal.interaction.task_values import AttemptReport
-from scope_temporal.outputs import Output
+from scope_temporal.outputs import Failure, Output, TokenUsage
 from scope_temporal.payloads import (
     HeartbeatState,
     InteractionInput,
@@ -100,10 +102,20 @@ def child_end(error: ChildWorkflowError) -> Ended:
         return Ended("the child was cancelled", errors.CANCELED)
     if isinstance(cause, ApplicationError):
         code = cause.type if cause.type in errors.CODE_KINDS else None
-        return Ended(cause.message, code)
+        return Ended(cause.message, code, _failure_usage(cause))
     if isinstance(cause, TimeoutError):
         return Ended(f"the child timed out: {cause.message}")
     return Ended(str(cause or error))
+
+
+def _failure_usage(error: ApplicationError) -> TokenUsage | None:
+    """The tokens a failed child Interaction reported with its failure (None if none: it
+    is no Interaction of ours, or it failed before this was reported)."""
+    try:
+        details = error.details
+        return Failure.model_validate(details[0]).usage if details else None
+    except Exception:  # details of another shape: nothing to add
+        return None
 
 
 def _lost(error: ActivityError) -> Lost:
@@ -138,7 +150,7 @@ class TemporalTransport:
     def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
         workflow_counters.record_outcome(request, outcome)
 
-    def record_settlement(self, settlement: ModelSettlement | ToolSettlement) -> None:
+    def record_settlement(self, settlement: ModelSettlement | ModelResend | ToolSettlement) -> None:
         workflow_counters.record_settlement(settlement)
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -158,7 +170,7 @@ class TemporalTransport:
         outcome: ModelOutcome | Lost = await _once(
             names.MODEL_ACTIVITY,
             input,
-            ModelResponded | ModelHostFailed | ModelUnknown,
+            ModelResponded | ModelHostFailed | ModelUnknown | ModelNotRun,
             start_to_close=timeout,
             heartbeat=input.heartbeat,
             summary=summary,
@@ -177,6 +189,9 @@ class TemporalTransport:
             summary=summary,
         )
         return outcome
+
+    async def sleep(self, delay: timedelta, *, summary: str) -> None:
+        await workflow.sleep(delay, summary=summary)
 
     # --- children --------------------------------------------------------------------
 

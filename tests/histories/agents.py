@@ -3,6 +3,8 @@ here must make `test_checked_in_histories_replay` fail, which is the point)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from scope_temporal import (
     ApprovalDecision,
     ApprovalPolicy,
@@ -10,6 +12,7 @@ from scope_temporal import (
     Definition,
     Delegate,
     HostFailure,
+    ModelRetry,
     require_tool_input,
     tool,
     tool_input_continuation,
@@ -116,6 +119,16 @@ recorded_approvals_on_demand = Definition(
 )
 """The same with `on_demand`: the calls waiting for approval are promoted at once."""
 
+recorded_model_retry = Definition(
+    "recorded-model-retry",
+    tools=[read_status],
+    tool_call_workflows="always",
+    model_retry=ModelRetry(initial_interval=timedelta(milliseconds=500), jitter=0),
+    max_total_tokens=100_000,
+)
+"""Model call #1 is refused with a 429 (a durable timer, then a new Effect), then its
+outcome is unknown; the host sends it again (`retry_model_call`), which answers."""
+
 DEFINITIONS = [
     recorded,
     recorded_on_demand,
@@ -126,5 +139,6 @@ DEFINITIONS = [
     recorded_model_unknown,
     recorded_approvals,
     recorded_approvals_on_demand,
+    recorded_model_retry,
 ]
 TOOLS = [read_status, restart, notify]

@@ -14,6 +14,7 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,14 @@ from scope_temporal import (
     InteractionHandle,
     Message,
     ModelRequest,
+    ModelUnavailable,
     Response,
     ScopeClient,
     ScopeWorker,
     ScriptedModel,
     ToolResult,
     TreeSnapshot,
+    Usage,
     reply,
     settle_model_result,
     settle_tool_result,
@@ -86,6 +89,8 @@ class Run:
     continue_as_new_every: int | None = None
     steer_at_wait: bool = False
     """Steer when the approval wait shows (the batch is running), else right at the start."""
+    resend_model: bool = False
+    """Send an unknown model call again (`retry_model_call`) instead of settling it."""
 
 
 def _approvals() -> ScriptedModel:
@@ -124,12 +129,27 @@ RUNS: dict[str, Run] = {
     ),
     "recorded-approvals": Run(_approvals),
     "recorded-approvals-on-demand": Run(_approvals),
+    "recorded-model-retry": Run(
+        lambda: ScriptedModel(
+            [
+                ModelUnavailable(
+                    "Rate limit reached", status=429, retry_after=timedelta(seconds=1)
+                ),
+                TimeoutError("provider connection reset"),
+                reply.text("answered on the third attempt").model_copy(
+                    update={"usage": Usage(input_tokens=12, output_tokens=5)}
+                ),
+                reply.text("answered after the steer"),  # if the steer came after call #1
+            ]
+        ),
+        resend_model=True,
+    ),
 }
 
 
 async def _host(handle: InteractionHandle, run: Run) -> None:
     """Answer input waits (approval waits from `APPROVAL_ANSWERS`), steer once, settle
-    unknowns (tool: sent; model: a text reply)."""
+    unknowns (tool: sent; model: a text reply, or sent again with `resend_model`)."""
     steered = False
     answers: dict[str, tuple[str, Any]] = {}  # wait id -> (answer id, answer): decided once
     while True:
@@ -153,6 +173,8 @@ async def _host(handle: InteractionHandle, run: Run) -> None:
                 settled: Awaitable[None] = handle.resolve(
                     unknown, settle_tool_result(request, result, "succeeded")
                 )
+            elif run.resend_model:
+                settled = handle.retry_model_call(unknown)
             else:
                 response = reply.text("recovered from the provider's log")
                 settled = handle.resolve(

@@ -41,6 +41,9 @@ CONVERTER_BY_QUEUE: dict[str, DataConverter] = {}
 TOOL_CALL_MODE: list[ToolCallWorkflows | None] = [None]
 # The mode each subprocess worker ran in, by task queue (replay needs it).
 MODE_BY_QUEUE: dict[str, ToolCallWorkflows] = {}
+# Task queues whose model endpoint echoed the fault workers' API key in its error bodies
+# (tests/live/test_live_model_errors.py): the history scan must find it masked there.
+ECHOED_KEY_QUEUES: set[str] = set()
 # What each in-process worker served (its Registry), by task queue: filled for every
 # ScopeWorker the session builds (see `record_registries` in tests/conftest.py).
 REGISTRY_BY_QUEUE: dict[str, Registry] = {}
@@ -70,6 +73,9 @@ def in_mode(definition: Definition, mode: ToolCallWorkflows) -> Definition:
         tool_heartbeat_timeout=definition.tool_heartbeat_timeout,
         tool_call_workflows=mode,
         approval=definition.approval,
+        model_retry=definition.model_retry,
+        fallback_models=definition.fallback_models,
+        max_total_tokens=definition.max_total_tokens,
     )
 
 
@@ -178,6 +184,7 @@ __all__ = [
     "CHECKED_BY_THEIR_TEST",
     "CONVERTER_BY_QUEUE",
     "DIVERGED_IDS",
+    "ECHOED_KEY_QUEUES",
     "MODE_BY_QUEUE",
     "REGISTRY_BY_QUEUE",
     "STARTED_IDS",

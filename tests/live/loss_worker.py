@@ -1,10 +1,12 @@
 """A worker process the worker-loss test starts and SIGKILLs.
 
-    python -m tests.live.loss_worker ADDRESS TASK_QUEUE SIDE_EFFECT_FILE [TOOL_CALL_MODE]
+    python -m tests.live.loss_worker ADDRESS TASK_QUEUE SIDE_EFFECT_FILE [MODE [BASE_URL]]
 
 Every tool body and model call appends a line to SIDE_EFFECT_FILE *before* acting, so the
 test can count executions across processes. The model is a function of the request, so a
-fresh process answers the same way as the killed one.
+fresh process answers the same way as the killed one. The `remote` model is
+`OpenAIChatModel` on BASE_URL (a `ChatCompletionsServer` of the test process), holding the
+fault workers' API key, which the suite's history scan checks never reaches history.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from temporalio.client import Client
 from scope_temporal import (
     Definition,
     ModelRequest,
+    OpenAIChatModel,
     Response,
     ScopeWorker,
     ScriptedModel,
@@ -26,6 +29,7 @@ from scope_temporal import (
     tool,
 )
 from scope_temporal.definition import ToolCallWorkflows
+from tests.faults.scenario import SECRET
 from tests.live.harness import in_mode
 
 SIDE_EFFECTS = [Path("/dev/null")]  # set by main()
@@ -72,17 +76,20 @@ DEFINITION = Definition(
 )
 DEFAULTS = Definition("loss-defaults", tools=[quick, slow_write], max_concurrent_tool_calls=2)
 """The same agent with every timeout left at its default."""
-DEFINITIONS = [DEFINITION, DEFAULTS]
+REMOTE = Definition("loss-remote", model="remote", model_heartbeat_timeout=timedelta(seconds=2))
+"""An agent whose model is a real HTTP endpoint (the model call the test kills the worker in)."""
+DEFINITIONS = [DEFINITION, DEFAULTS, REMOTE]
 
 
-async def main(address: str, task_queue: str, mode: ToolCallWorkflows) -> None:
+async def main(address: str, task_queue: str, mode: ToolCallWorkflows, base_url: str) -> None:
     client = await Client.connect(address)
+    remote = OpenAIChatModel("loopback", base_url=base_url, api_key=SECRET)
     worker = ScopeWorker(
         client,
         task_queue=task_queue,
         definitions=[in_mode(d, mode) for d in DEFINITIONS],
         tools=[quick, slow_write],
-        models={"default": ScriptedModel(plan)},
+        models={"default": ScriptedModel(plan), "remote": remote},
     )
     print("worker ready", flush=True)
     await worker.run()
@@ -90,6 +97,6 @@ async def main(address: str, task_queue: str, mode: ToolCallWorkflows) -> None:
 
 if __name__ == "__main__":
     SIDE_EFFECTS[0] = Path(sys.argv[3])
-    asyncio.run(
-        main(sys.argv[1], sys.argv[2], "always" if sys.argv[4:] == ["always"] else "on_demand")
-    )
+    mode: ToolCallWorkflows = "always" if sys.argv[4:5] == ["always"] else "on_demand"
+    base_url = sys.argv[5] if len(sys.argv) > 5 else "http://127.0.0.1:9/v1"  # never called
+    asyncio.run(main(sys.argv[1], sys.argv[2], mode, base_url))

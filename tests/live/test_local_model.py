@@ -144,11 +144,6 @@ async def test_a_context_overflow_is_refused_before_generation(endpoint: Endpoin
         pytest.skip("this server cuts an oversized prompt instead of refusing it (Ollama does)")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 16, loop side: scope.model still settles a not-called outcome as unknown; "
-    "a context overflow must fail the Interaction with interaction.model.context_overflow",
-)
 async def test_a_context_overflow_settles_definitely(
     temporal_env: WorkflowEnvironment, endpoint: Endpoint
 ) -> None:

@@ -3,8 +3,9 @@
 Runs last among the live tests (file order; tests/faults runs before tests/live). It
 replays every workflow in the dev server's namespace: roots, ToolCall children, delegates
 and background tasks alike, including the runs whose workers were SIGKILLed mid-task. It
-also scans each history for the fake API key the fault-injection workers hold: none may
-contain it.
+also scans each history for the fake API key the fault-injection workers hold (and the
+live model-error tests' endpoints echo in their error bodies): none may contain it, and
+where an endpoint echoed it, the history holds it masked.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from tests.live.harness import (
     CHECKED_BY_THEIR_TEST,
     CONVERTER_BY_QUEUE,
     DIVERGED_IDS,
+    ECHOED_KEY_QUEUES,
     MODE_BY_QUEUE,
     REGISTRY_BY_QUEUE,
     STORAGE_BY_QUEUE,
@@ -140,6 +142,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
     scanned = 0
     leaked: list[str] = []  # histories holding the API key the fault workers are given
     steered_runs = 0  # the scan's positive control: a text every fault run does carry
+    masked_echoes = 0  # and the masked key, where a model endpoint echoed the key
     async for execution in client.list_workflows():
         if execution.id.split("/")[0] in DIVERGED_IDS | CHECKED_BY_THEIR_TEST:
             continue
@@ -154,6 +157,8 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             leaked.append(execution.id)
         steered_runs += scenario.STEER_TEXT.encode() in raw
         queue = history_task_queue(history)
+        if queue in ECHOED_KEY_QUEUES:
+            masked_echoes += b"Incorrect API key provided: ***" in raw
         served = REGISTRY_BY_QUEUE.get(queue)
         definitions = list(served.definitions) if served is not None else []
         payload_limit = served.payload_limit if served is not None else DEFAULT_PAYLOAD_LIMIT_BYTES
@@ -189,5 +194,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
     assert leaked == [], "an API key reached workflow history"
     if any(queue.startswith(("fault-", "fleet-")) for queue in MODE_BY_QUEUE):
         assert steered_runs > 0, "the scan must find what histories do hold"
+    if ECHOED_KEY_QUEUES:
+        assert masked_echoes > 0, "the scan must see the key masked where it was echoed"
     figures.FIGURES["histories_scanned_for_secrets"] = scanned
     figures.FIGURES["histories_replayed"] = sum(replayed.values())

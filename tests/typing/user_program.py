@@ -21,6 +21,7 @@ from scope_temporal import (
     LocalFileMaterializer,
     Message,
     Model,
+    ModelRetry,
     OpenAIChatModel,
     RunHandle,
     RunProgress,
@@ -78,12 +79,15 @@ def build_worker(client: Client) -> ScopeWorker:
         tools=ToolSet("t", [lookup, export]),
         model_heartbeat_timeout=timedelta(seconds=5),
         approval=ApprovalPolicy.deny_writes(approver=non_prod, otherwise="ask"),
+        model_retry=ModelRetry(attempts=3, ambiguous=1),
+        fallback_models=("backup",),
+        max_total_tokens=200_000,
     )
     return ScopeWorker(
         client,
         definitions=[agent],
         tools=[lookup, export],
-        models={"default": build_model()},
+        models={"default": build_model(), "backup": build_model()},
         materializer=LocalFileMaterializer("/tmp/task-output"),
     )
 
@@ -103,6 +107,10 @@ async def ask(scope: ScopeClient) -> str:
     tasks: list[TaskSnapshot] = snap.tasks
     if tasks and not tasks[0].ended:
         await handle.cancel_task(tasks[0].task_id, "not needed")
+    for unknown in snap.unknown_effects:
+        if unknown.kind == "model":
+            await handle.retry_model_call(unknown)
     out = await handle.result()
     approved: tuple[str, ...] = out.approved_tools
-    return out.text + ",".join(approved)
+    spent: int = out.usage.total_tokens + snap.usage.models["default"].input_tokens
+    return f"{out.text}{','.join(approved)} ({spent} tokens)"

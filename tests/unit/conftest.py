@@ -35,6 +35,7 @@ MAPPED_MODULES = frozenset(
         "test_core_drivers",
         "test_core_host",
         "test_core_loop",
+        "test_core_model_retries",
         "test_core_steering",
         "test_core_tool_outcomes",
         "test_core_tool_results",

@@ -3,9 +3,10 @@
 They hold an input wait, a steer, and an unknown tool effect resolved by the host, in
 both tool-call mappings; a delegate; a steer during a batch; continue-as-new; an unknown
 model call settled by the host; approval waits (denied, approved and remembered, a call
-the approver denied), in both mappings. A change that would break running Interactions fails
-here, without any server. A changed
-Definition must fail *as such* (`interaction.definition.changed`), not just somehow.
+the approver denied), in both mappings; a model call refused with a 429 (a durable timer,
+then a new Effect) whose retry was unknown and sent again by the host. A change that would
+break running Interactions fails here, without any server. A changed Definition must fail
+*as such* (`interaction.definition.changed`), not just somehow.
 
 `before-run-settings/` keeps recordings made before a run recorded its settings (its
 local activity then recorded the digest alone; ToolCall inputs carried no payload limit;
@@ -142,6 +143,7 @@ def test_histories_are_present() -> None:
         "recorded-delegates_delegate_1_0",
         "recorded-delegates_delegate_1_0_tool_1_0",
         "recorded-delegates_tool_1_1",
+        "recorded-model-retry",
         "recorded-model-unknown",
         "recorded-on-demand",
         # on_demand: only the calls that needed a life of their own (the approval wait,
@@ -214,6 +216,16 @@ def test_the_recordings_hold_what_they_are_named_for() -> None:
     settled = [p for name, p in events if name.endswith("UPDATE_ACCEPTED") and "settlement" in p]
     assert [p["settlement"]["kind"] for p in settled] == ["model"]
     assert _output_text("recorded-model-unknown") == "answered after the steer"
+    # refused (429): a timer of the Retry-After, then a new Effect, whose outcome was
+    # unknown; the host sent it again (a `model_resend` through scope.resolve)
+    events = _events("recorded-model-retry")
+    model_calls = [p for name, p in events if name == "ACTIVITY_TASK_COMPLETED"]
+    assert [p["kind"] for p in model_calls][:3] == ["not_called", "unknown", "responded"]
+    assert model_calls[0]["reason"]["status"] == 429
+    assert [name for name, _ in events].count("TIMER_STARTED") == 1
+    resent = [p for name, p in events if name.endswith("UPDATE_ACCEPTED") and "settlement" in p]
+    assert [p["settlement"]["kind"] for p in resent] == ["model_resend"]
+    assert resent[0]["settlement"]["request"]["effect_id"] == "recorded-model-retry/model/1/retry/1"
 
 
 def test_the_approval_recordings_hold_a_denial_a_remembered_approval_and_the_approvers() -> None:

@@ -41,7 +41,10 @@ RUN_BY: dict[str, str | tuple[str, ...]] = {
     "scope-temporal inspect": "tests/live/test_cli_run.py",
     "scope-temporal steer": "tests/live/test_cli_run.py",
     "scope-temporal answer": "tests/live/test_cli_run.py",
-    "scope-temporal resolve": "tests/live/test_cli_run.py",
+    "scope-temporal resolve": (
+        "tests/live/test_cli_run.py",
+        "tests/live/test_live_model_errors.py",
+    ),
     "temporal operator": "tests/live/test_cli_dev.py",
     "temporal worker": "tests/live/test_worker_versioning.py",
     "docker compose": "tests/unit/test_cli_deploy.py",

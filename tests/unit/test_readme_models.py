@@ -69,3 +69,15 @@ async def test_the_test_kit_example_runs_as_written() -> None:
     namespace: dict[str, object] = {}
     exec(compile(code, "docs/models.md", "exec"), namespace)
     await namespace["readme_example"]()  # type: ignore[operator]
+
+
+def test_the_retry_example_spells_out_the_defaults() -> None:
+    from scope_temporal import ModelRetry
+
+    loop = section("## What the loop does with each outcome")
+    example = re.findall(r"```python\n(.*?)```", loop, re.S)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(example, "docs/models.md", "exec"), namespace)
+    support = namespace["support"]
+    assert support.model_retry == ModelRetry()  # type: ignore[attr-defined]
+    assert support.fallback_models == ("backup",)  # type: ignore[attr-defined]
