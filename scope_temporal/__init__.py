@@ -38,7 +38,8 @@ from scope_temporal.chat import (
 )
 from scope_temporal.client import InteractionHandle, ScopeClient
 from scope_temporal.converter import scope_data_converter
-from scope_temporal.definition import Definition, Delegate, ToolSet
+from scope_temporal.definition import Definition, ToolSet
+from scope_temporal.delegates import Delegate
 from scope_temporal.errors import (
     ArtifactDecodeError,
     ConfigurationError,
@@ -48,6 +49,7 @@ from scope_temporal.errors import (
     InteractionFailed,
     InteractionNotFound,
     InvalidInputRequest,
+    InvalidOptions,
     InvalidSignal,
     InvalidToolInput,
     NoSuchWait,
@@ -98,9 +100,12 @@ from scope_temporal.outputs import (
 from scope_temporal.settle import settle_model_result, settle_tool_result
 from scope_temporal.storage import DirectoryStorage
 from scope_temporal.tools import (
+    ConcurrencyClassifier,
     HostFailure,
     Middleware,
+    OutputMask,
     Tool,
+    ToolBudget,
     ToolFailure,
     ToolInvocation,
     ToolOutput,
@@ -145,6 +150,7 @@ __all__ = [
     "BackgroundTool",
     "CompletionCandidate",
     "CompletionDecision",
+    "ConcurrencyClassifier",
     "ConfigurationError",
     "Definition",
     "DefinitionError",
@@ -159,6 +165,7 @@ __all__ = [
     "InteractionHandle",
     "InteractionNotFound",
     "InvalidInputRequest",
+    "InvalidOptions",
     "InvalidSignal",
     "InvalidToolInput",
     "LiveText",
@@ -179,6 +186,7 @@ __all__ = [
     "OpenAIChatModel",
     "Options",
     "Output",
+    "OutputMask",
     "OutputMaterializer",
     "PendingToolInput",
     "ProcessSnapshot",
@@ -205,6 +213,7 @@ __all__ = [
     "TaskSnapshot",
     "TokenUsage",
     "Tool",
+    "ToolBudget",
     "ToolCall",
     "ToolCallRef",
     "ToolDefinition",

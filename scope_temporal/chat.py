@@ -7,6 +7,7 @@ payload names the offending field. They are safe to import inside a workflow.
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -25,6 +26,7 @@ __all__ = [
     "ToolResult",
     "ToolResultPart",
     "Usage",
+    "options_problem",
 ]
 
 
@@ -161,3 +163,30 @@ class Options(_Value):
     max_tokens: int | None = None
     top_p: float | None = None
     seed: int | None = None
+
+
+_RANGES: dict[str, tuple[float, float, bool]] = {
+    # field: (low, high, low end included)
+    "temperature": (0.0, 2.0, True),
+    "top_p": (0.0, 1.0, False),
+    "max_tokens": (1, 2**31 - 1, True),
+}
+
+
+def options_problem(options: Options) -> str | None:
+    """Why a model cannot take `options`, or None: a value out of the range every
+    OpenAI-compatible endpoint accepts (temperature 0-2, top_p in (0, 1], max_tokens
+    >= 1), or a provider-specific value that is not JSON."""
+    for name, (low, high, closed) in _RANGES.items():
+        value = getattr(options, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not (low <= value <= high) or (not closed and value == low):
+            bracket = "[" if closed else "("
+            return f"{name}={value!r} is outside {bracket}{low}, {high}]"
+    for name, value in (options.model_extra or {}).items():
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            return f"{name}={value!r} is not a JSON value"
+    return None

@@ -19,11 +19,14 @@ from typing import Any, Literal, Protocol
 from scope_temporal.approval import ApprovalPolicy, callable_name
 from scope_temporal.chat import Options
 from scope_temporal.code_digest import code_fingerprint
+from scope_temporal.delegates import Delegate as Delegate  # re-exported: its old home
+from scope_temporal.delegates import capabilities_of
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen, freeze_json
 from scope_temporal.models import retry
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
-from scope_temporal.tools.spec import PERMISSIONS, ToolSpec, is_provider_tool_name
+from scope_temporal.tools.budget import ToolBudget
+from scope_temporal.tools.spec import ToolSpec, is_provider_tool_name
 from scope_temporal.tools.task_specs import TASK_TOOL_NAMES, TASK_TOOL_SPECS
 from scope_temporal.tools.validation import check_schema
 
@@ -38,16 +41,6 @@ in the UI. `on_demand` (opt-in, for throughput): a call first runs as a `scope.t
 activity of the Interaction and becomes a `scope.ToolCall` child workflow only when it
 needs a life of its own (an input wait, an unknown outcome); it costs the server about a
 quarter of the work per call (see the README's Performance section)."""
-
-DEFAULT_DELEGATE_INPUT_SCHEMA: dict[str, Any] = freeze_json(
-    {
-        "type": "object",
-        "properties": {"task": {"type": "string", "description": "What the delegate should do."}},
-        "required": ["task"],
-        "additionalProperties": False,
-    }
-)
-
 
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 """How soon a lost worker is noticed by default (model and tool calls)."""
@@ -108,59 +101,6 @@ class ToolSet(Frozen):
         return tuple(s.name for s in self.tools + self.deferred)
 
 
-class Delegate(Frozen):
-    """A model-visible binding to another Definition, run as a child workflow.
-
-    Args:
-        name: the tool name the model calls.
-        description: what the model is told the delegate does.
-        definition: name of the child Definition (registered on the same worker).
-        max_model_calls: the child's model-call budget (None: the child's own limit).
-        capabilities: permissions granted to the child; default the parent's; may only narrow.
-        input_schema: JSON schema of the call's arguments (default: `{"task": str}`).
-    """
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        definition: str,
-        *,
-        max_model_calls: int | None = None,
-        capabilities: Iterable[str] | None = None,
-        input_schema: dict[str, Any] | None = None,
-    ) -> None:
-        if not is_provider_tool_name(name):
-            raise DefinitionError(
-                f"Delegate name {name!r} is not a valid tool name "
-                "(letters, digits, '_' or '-', at most 64)."
-            )
-        if max_model_calls is not None and max_model_calls < 1:
-            raise DefinitionError(f"Delegate {name!r}: max_model_calls must be >= 1 or None.")
-        schema = input_schema if input_schema is not None else DEFAULT_DELEGATE_INPUT_SCHEMA
-        if schema.get("type") != "object":
-            raise DefinitionError(
-                f"Delegate {name!r}: input_schema must be an object schema ({{'type': 'object'}})."
-            )
-        self.name = name
-        self.description = description
-        self.definition = definition
-        self.max_model_calls = max_model_calls
-        self.capabilities = None if capabilities is None else _capabilities(capabilities, name)
-        self.input_schema: dict[str, Any] = freeze_json(schema)
-        self._freeze()
-
-    def declaration(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "definition": self.definition,
-            "max_model_calls": self.max_model_calls,
-            "capabilities": sorted(self.capabilities) if self.capabilities is not None else None,
-            "input_schema": self.input_schema,
-        }
-
-
 def _with_task_tools(name: str, toolset: ToolSet) -> ToolSet:
     """The set plus `task_status`, `task_output` and `task_cancel` when it binds a
     background tool (the model follows its tasks with them).
@@ -196,18 +136,14 @@ def _frozen_options(options: Options) -> Options:
     return options.model_copy(update={k: freeze_json(v) for k, v in extra.items()})
 
 
-def _capabilities(values: Iterable[str], owner: str) -> frozenset[str]:
-    caps = frozenset(values)
-    unknown = caps - PERMISSIONS
-    if unknown:
-        raise DefinitionError(
-            f"{owner!r}: unknown capabilities {sorted(unknown)}; use read, write, exec."
-        )
-    return caps
-
-
 class Definition(Frozen):
     """The immutable description of an Interaction. See API.md for every argument.
+
+    `max_model_calls` bounds the model calls of one Interaction: `max_model_calls=None`
+    is unlimited (the Scope design's zero value), `0` is refused. The default is 20, not
+    unlimited: on Temporal a runaway loop is not only cost but history and workers kept
+    busy until someone notices, so a new Definition is bounded unless it says otherwise
+    (docs/differences.md).
 
     `completion_validator` runs in workflow code, on every replay: it must be pure (a
     deterministic function of the candidate: no clock, randomness, I/O or global state)
@@ -229,6 +165,9 @@ class Definition(Frozen):
     runs in workflow code like the completion validator, and is digested the same way.
     Model calls that provably did not run are retried by `model_retry`, then on each of
     `fallback_models`; `max_total_tokens` bounds the tree's tokens (docs/models.md).
+
+    `tool_budget` (a `ToolBudget`) is allocated to each ordinary Tool child: a call
+    asking for input beyond it settles as a model-visible `tool.budget.exhausted` failure.
 
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
@@ -263,6 +202,7 @@ class Definition(Frozen):
         model_retry: retry.ModelRetry = retry.DEFAULT_MODEL_RETRY,
         fallback_models: Sequence[str] = (),
         max_total_tokens: int | None = None,
+        tool_budget: ToolBudget | None = None,
     ) -> None:
         if not name or "/" in name:
             raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")
@@ -291,7 +231,7 @@ class Definition(Frozen):
             _check_schema(f"Definition {name!r}, delegate {delegate.name!r}", delegate.input_schema)
         if output_schema is not None:
             _check_schema(f"Definition {name!r}, output_schema", output_schema)
-        self.capabilities = _capabilities(capabilities, name)
+        self.capabilities = capabilities_of(capabilities, name)
         delegate_names: set[str] = set()
         for delegate in delegates:
             if delegate.name in delegate_names:
@@ -332,6 +272,7 @@ class Definition(Frozen):
         self.model_retry = model_retry
         self.fallback_models: tuple[str, ...] = tuple(fallback_models)
         self.max_total_tokens = max_total_tokens
+        self.tool_budget = tool_budget
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
@@ -392,6 +333,8 @@ class Definition(Frozen):
         declared |= retry.model_options_declaration(
             self.model_retry, self.fallback_models, self.max_total_tokens
         )
+        if self.tool_budget is not None:  # likewise
+            declared["tool_budget"] = self.tool_budget.declaration()
         return declared
 
     def __repr__(self) -> str:

@@ -38,6 +38,7 @@ DELEGATE_FAILED = "interaction.delegate.failed"
 TOOL_CHILD_REJECTED = "interaction.tool_child.rejected"
 CONFIGURATION_INVALID = "interaction.configuration.invalid"
 ARTIFACT_INVALID = "interaction.artifact.invalid"
+OPTIONS_INVALID = "interaction.options.invalid"
 # Tools
 TOOL_NOT_FOUND = "tool.not_found"
 TOOL_NOT_AUTHORIZED = "tool.not_authorized"
@@ -48,6 +49,7 @@ TOOL_TIMEOUT = "tool.timeout"
 TOOL_WAIT_UNKNOWN = "tool.wait.unknown"
 TOOL_ANSWER_INVALID = "tool.answer.invalid"
 TOOL_APPROVAL_DENIED = "tool.approval.denied"
+TOOL_BUDGET_EXHAUSTED = "tool.budget.exhausted"
 # Background tasks
 TASK_LOST = "tool.background.lost"
 TASK_NOT_FOUND = "tool.background.not_found"
@@ -85,6 +87,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_CHILD_REJECTED: "host",
     CONFIGURATION_INVALID: "host",
     ARTIFACT_INVALID: "contract",
+    OPTIONS_INVALID: "contract",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
     TOOL_INPUT_INVALID: "contract",
@@ -95,6 +98,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_ANSWER_INVALID: "contract",
     # Denied by a person, the approver hook or the policy: the host's decision.
     TOOL_APPROVAL_DENIED: "host",
+    TOOL_BUDGET_EXHAUSTED: "quota",
     TASK_LOST: "external",
     TASK_NOT_FOUND: "contract",
     TASK_ENDED: "contract",
@@ -156,6 +160,12 @@ class ProtocolError(ScopeError):
     """An input the state machine does not accept in its current state; nothing changed."""
 
     default_code = PROTOCOL_INVALID
+
+
+class InvalidOptions(ScopeError, ValueError):
+    """Sampling options given at start that the model cannot take; nothing was started."""
+
+    default_code = OPTIONS_INVALID
 
 
 class InvalidSignal(ScopeError):
@@ -253,6 +263,7 @@ _REFUSALS: dict[str, type[ScopeError]] = {
     DEFINITION_UNKNOWN: UnknownDefinition,
     TASK_ENDED: TaskEnded,
     PAYLOAD_TOO_LARGE: InvalidSignal,
+    OPTIONS_INVALID: InvalidOptions,
 }
 
 

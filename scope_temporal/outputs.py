@@ -165,7 +165,9 @@ class CompletionCandidate(_Frozen):
     model_response: Response | None = None
     direct_tool_results: tuple[ToolResult, ...] | None = None
     context: tuple[Message, ...]
-    """The working context including the candidate reply."""
+    """The working context that led to the candidate, without the candidate itself (the
+    final reply, or the direct results' tool message): judge the output against what
+    was asked and done before it."""
     artifacts: tuple[Artifact, ...] = ()
 
 

@@ -50,6 +50,8 @@ class InteractionInput(_Payload):
     """A tighter budget (a parent's Delegate setting)."""
     capabilities: tuple[str, ...] | None = None
     """A narrower grant (a parent's Delegate setting)."""
+    options: Options | None = None
+    """Sampling options for this Interaction's model calls, over the Definition's own."""
     approved_tools: tuple[str, ...] = ()
     """Tools approved for the session already (e.g. a session's earlier turn's
     `Output.approved_tools`): their calls need no approval unless the approver denies."""

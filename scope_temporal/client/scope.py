@@ -15,7 +15,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from scope_temporal import errors, names
-from scope_temporal.chat import Message
+from scope_temporal.chat import Message, Options, options_problem
 from scope_temporal.client.handle import InteractionHandle
 from scope_temporal.converter import with_scope_converter
 from scope_temporal.errors import ScopeError
@@ -92,6 +92,7 @@ class ScopeClient:
         id: str | None = None,
         continue_as_new_every: int | None = None,
         approved_tools: Sequence[str] = (),
+        options: Options | None = None,
     ) -> InteractionHandle:
         """Start an Interaction of a Definition registered on the worker.
 
@@ -106,16 +107,26 @@ class ScopeClient:
             approved_tools: tools approved for this run already (e.g. what an earlier
                 run's `Output.approved_tools` remembered): their calls need no approval
                 (the Definition's approver may still deny them). Stored in history.
+            options: sampling options for this Interaction's model calls only: the
+                fields it sets apply over the Definition's `options` (delegates keep
+                their own Definition's). Stored in history, not in the digest.
 
         Raises:
             InteractionAlreadyStarted: a workflow with that id is running (code
                 `interaction.id.in_use`); nothing was started.
+            InvalidOptions: `options` hold a value a model cannot take (code
+                `interaction.options.invalid`); nothing was started.
             ScopeError: code `interaction.payload.too_large`: the input is over the
                 server's blob limit (and no external storage is configured); nothing
                 was started.
         """
         if isinstance(messages, str):
             messages = [Message.user(messages)]
+        problem = None if options is None else options_problem(options)
+        if problem is not None:
+            raise errors.InvalidOptions(
+                f"Options for {definition!r}: {problem}; nothing was started."
+            )
         workflow_id = id or f"{definition}-{uuid.uuid4().hex[:12]}"
         track = await self._tracks_status()
         search_attributes = None
@@ -132,6 +143,7 @@ class ScopeClient:
             track_status=track,
             continue_as_new_every=continue_as_new_every,
             approved_tools=tuple(approved_tools),
+            options=options,
         )
         self.check_sendable(input, "The start input", ScopeError)
         try:

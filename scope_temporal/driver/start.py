@@ -40,6 +40,7 @@ def open_machine(
             max_model_calls=input.max_model_calls,
             capabilities=input.capabilities,
             approved_tools=input.approved_tools,
+            options=input.options,
         )
     except ScopeError as error:
         return Failure.of(error.code, error.message)

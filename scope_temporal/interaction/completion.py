@@ -50,7 +50,11 @@ def judge(
     model_response: Response | None = None,
     direct: tuple[ToolResult, ...] | None = None,
 ) -> Decision:
-    """What becomes of the candidate (reads the state, changes nothing)."""
+    """What becomes of the candidate (reads the state, changes nothing).
+
+    The candidate is the last message of the working context (the machine has just
+    appended the reply, or committed the direct results); the validator's context is
+    everything before it (CONFORMANCE 60)."""
     if notices.live(s.mailbox, s.context):
         return Again()  # a pending steer always gets its model call
     source: Literal["model_response", "direct_tool_results"] = (
@@ -69,7 +73,7 @@ def judge(
                 output_text=text,
                 model_response=model_response,
                 direct_tool_results=direct,
-                context=tuple(s.context),
+                context=tuple(s.context[:-1]),  # the candidate is the last message
                 artifacts=tuple(s.artifacts),
             ),
         )

@@ -18,6 +18,7 @@ from scope_temporal.interaction.approvals import ApprovalGate
 from scope_temporal.models.not_called import NotCalled
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import Failure, Output
+from scope_temporal.tools.budget import ToolBudget
 from scope_temporal.tools.outcome import Failed, Rejected, Succeeded
 
 
@@ -67,6 +68,8 @@ class ToolEffectRequest(_Frozen):
     """Permissions the calling Process holds."""
     deferred_tools: tuple[str, ...] = ()
     """Deferred tools of the Definition that this call may advertise."""
+    budget: ToolBudget | None = None
+    """What this call may use, allocated by its Interaction's Definition (`tool_budget`)."""
 
 
 # --- effects -----------------------------------------------------------------------

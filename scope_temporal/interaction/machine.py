@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Literal, assert_never
 
 from scope_temporal import errors
-from scope_temporal.chat import FinishReason, Message, Response, ToolResult
+from scope_temporal.chat import FinishReason, Message, Options, Response, ToolResult
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ProtocolError, ScopeError
 from scope_temporal.interaction import completion, retries, rounds, rules, turns
@@ -129,18 +129,18 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         max_model_calls: int | None = None,
         capabilities: tuple[str, ...] | None = None,
         approved_tools: tuple[str, ...] = (),
+        options: Options | None = None,
     ) -> InteractionMachine:
         """A fresh Interaction: instructions (if any) then `messages` as working context.
 
-        `max_model_calls` and `capabilities` (a parent's delegate budget and grant) can only
-        tighten the Definition's own. `approved_tools` are approved for the session
-        already (e.g. a session's earlier turns remembered them): their calls need no
-        approval unless the approver hook denies them; names the Definition does not
-        bind are ignored (`rules.initial_state`).
+        A parent's delegate budget and grant only tighten the Definition's own; tools in
+        `approved_tools` need no approval unless the approver denies them; `options` apply
+        over the Definition's (`rules.options_for` raises InvalidOptions for bad ones).
         """
         state = rules.initial_state(
             definition, process_id, messages, max_model_calls, capabilities, approved_tools
         )
+        state.options = rules.options_for(definition, options)
         return cls(definition, state)
 
     # --- the one machine style -------------------------------------------------------

@@ -18,7 +18,8 @@ from typing import assert_never
 from scope_temporal import errors
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, ToolCall, ToolResult
-from scope_temporal.definition import DEFAULT_DELEGATE_INPUT_SCHEMA, Definition
+from scope_temporal.definition import Definition
+from scope_temporal.delegates import DEFAULT_DELEGATE_INPUT_SCHEMA
 from scope_temporal.errors import ProtocolError, ScopeError
 from scope_temporal.ids import (
     call_effect_id,
@@ -27,6 +28,7 @@ from scope_temporal.ids import (
     tool_call_ref,
 )
 from scope_temporal.interaction import approvals, rules
+from scope_temporal.interaction.concurrency import classify
 from scope_temporal.interaction.effects import (
     CallOutcome,
     CallSettled,
@@ -41,6 +43,7 @@ from scope_temporal.interaction.snapshot import RoundResults
 from scope_temporal.interaction.state import CallSlot, InteractionState, OpenRound
 from scope_temporal.outputs import Artifact, Failure
 from scope_temporal.tools import rejections
+from scope_temporal.tools.context import ToolInvocation
 from scope_temporal.tools.outcome import Failed, Succeeded
 from scope_temporal.tools.validation import validate_arguments
 
@@ -102,15 +105,28 @@ def _admit_call(
     if isinstance(approval, ApprovalRecord) and approval.decision == "deny":
         result = approvals.denied(call, approval)
         return rules.rejected_slot(index, call, effect_id, result, approval=approval)
+    process_id = tool_call_process_id(s.process_id, seq, index)
+    scheduling, key = classify(
+        spec,
+        ToolInvocation(
+            process_id=process_id,
+            ref=tool_call_ref(s.process_id, seq, index),
+            model_call_seq=seq,
+            call_index=index,
+            call=call,
+            effect_id=effect_id,
+            deferred_tools=tuple(t.name for t in definition.tools.deferred),
+        ),
+    )
     return CallSlot(
         index=index,
         call=call,
         effect_id=effect_id,
         target="tool",
-        scheduling=spec.scheduling_class,
-        concurrency_key=spec.concurrency_key,
+        scheduling=scheduling,
+        concurrency_key=key,
         direct_result=spec.direct_result,
-        process_id=tool_call_process_id(s.process_id, seq, index),
+        process_id=process_id,
         ask_approval=approval == "ask",
         approval=approval if isinstance(approval, ApprovalRecord) else None,
     )
@@ -155,6 +171,7 @@ def _tool_effect(
             call=slot.call,
             granted=s.granted,
             deferred_tools=tuple(t.name for t in definition.tools.deferred),
+            budget=definition.tool_budget,
         ),
     )
 
@@ -181,9 +198,19 @@ def _delegate_effect(
         delegate=delegate.name,
         definition=delegate.definition,
         messages=(Message.user(text),),
-        max_model_calls=delegate.max_model_calls,
+        max_model_calls=_allocated(delegate.max_model_calls, s),
         capabilities=tuple(sorted(granted)),
     )
+
+
+def _allocated(budget: int | None, s: InteractionState) -> int | None:
+    """A delegate's model-call budget, taken from what its parent has left: never more
+    than the parent could still make itself (0 when it has none left: the child then
+    fails `interaction.limit.model_calls`, a model-visible delegate failure)."""
+    if s.max_model_calls is None:
+        return budget
+    left = max(0, s.max_model_calls - s.model_calls)
+    return left if budget is None else min(budget, left)
 
 
 def settle(definition: Definition, s: InteractionState, outcome: CallOutcome) -> None:

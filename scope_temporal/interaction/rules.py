@@ -10,9 +10,9 @@ import json
 from typing import Any
 
 from scope_temporal.approval import ApprovalRecord
-from scope_temporal.chat import Message, ToolCall, ToolResult
+from scope_temporal.chat import Message, Options, ToolCall, ToolResult, options_problem
 from scope_temporal.definition import Definition
-from scope_temporal.errors import InvalidSignal, SettlementMismatch
+from scope_temporal.errors import InvalidOptions, InvalidSignal, SettlementMismatch
 from scope_temporal.ids import tool_call_ref
 from scope_temporal.interaction.effects import ModelResend, ModelSettlement, ToolEffectRequest
 from scope_temporal.interaction.hooks import call_hook
@@ -57,6 +57,24 @@ def initial_state(
         granted=tuple(sorted(granted)),
         approved_tools=sorted(set(approved_tools) & set(definition.tools.names)),
     )
+
+
+def options_for(definition: Definition, options: Options | None) -> Options | None:
+    """The sampling options of one Interaction: the fields `options` sets to a value (not
+    None) over the Definition's own (None: the Definition's, as before options existed).
+
+    Raises:
+        InvalidOptions: a value the model cannot take (`chat.options_problem`).
+    """
+    if options is None:
+        return None
+    problem = options_problem(options)
+    if problem is not None:
+        raise InvalidOptions(
+            f"Options for this Interaction of {definition.name!r}: {problem}. Nothing was "
+            "started; pass values the model accepts."
+        )
+    return definition.options.model_copy(update=options.model_dump(exclude_none=True))
 
 
 def check_resolution(s: InteractionState, settlement: ModelSettlement | ModelResend) -> None:

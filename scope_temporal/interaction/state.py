@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from scope_temporal.approval import ApprovalRecord
-from scope_temporal.chat import Message, ToolCall, ToolResult
+from scope_temporal.chat import Message, Options, ToolCall, ToolResult
 from scope_temporal.interaction.effects import ModelEffectRequest
 from scope_temporal.interaction.snapshot import ModelAttempt, RejectedSignal, RoundResults
 from scope_temporal.outputs import Artifact, Failure, Output, TokenUsage
@@ -111,6 +111,9 @@ class InteractionState(_State):
     """Model responses consumed (including host-settled ones)."""
     next_model_call_seq: int = 1
     max_model_calls: int | None
+    options: Options | None = None
+    """This Interaction's sampling options (given at start, over the Definition's own);
+    None: the Definition's."""
     granted: tuple[str, ...]
     approved_tools: list[str] = []
     """Tools approved for the session: passed in pre-approved, or approved with

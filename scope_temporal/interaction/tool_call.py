@@ -7,6 +7,8 @@ the attempt's outcome back with `on_outcome`. Outcomes:
  - succeeded / failed / rejected: definite; the Process is settled and returns it.
  - input required: the Process waits under a WaitID for `answer`; the answer is validated
    against the response schema, then the body is re-entered with (state, response).
+   Beyond the call's `ToolBudget` (its continuations) it settles as failed instead
+   (`tool.budget.exhausted`), and the body is not entered again.
 
 A call its Interaction started behind an `ApprovalGate` opens an approval wait before its
 first attempt (`approvals.py`): approved, it becomes ready (the body runs once); denied,
@@ -44,6 +46,7 @@ from scope_temporal.interaction.snapshot import (
 from scope_temporal.interaction.steering import record_rejection
 from scope_temporal.interaction.transitions import Machine, Table, same
 from scope_temporal.outputs import Failure
+from scope_temporal.tools.budget import exhausted
 from scope_temporal.tools.outcome import (
     DefiniteOutcome,
     Failed,
@@ -226,7 +229,11 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
         """Settle the running attempt with what the tool attempt reported."""
 
         def change(d: ToolCallState) -> None:
+            budget = d.request.budget
             match outcome:
+                case InputRequired() if budget and not budget.allows_continuation(d.entries):
+                    d.phase = "settled"
+                    d.outcome = exhausted(d.request.call, budget)
                 case InputRequired():
                     d.phase = "waiting"
                     d.wait = OpenWait(

@@ -54,7 +54,7 @@ def begin(definition: Definition, s: InteractionState) -> ModelEffectRequest | F
         model=definition.model,
         messages=tuple(s.context),
         tools=manifest,
-        options=definition.options,
+        options=s.options if s.options is not None else definition.options,
         context_reducer=definition.context_reducer,
         applied_signals=tuple(applied),
     )

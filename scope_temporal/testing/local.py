@@ -16,7 +16,7 @@ from typing import Any
 from scope_temporal import errors
 from scope_temporal.activities.model_call import ContextReducer
 from scope_temporal.background.task_tools import TASK_TOOLS
-from scope_temporal.chat import Message
+from scope_temporal.chat import Message, Options
 from scope_temporal.definition import Definition
 from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.errors import InteractionCanceled, InteractionFailed
@@ -92,9 +92,11 @@ class LocalRunner:
         *,
         id: str | None = None,
         approved_tools: Sequence[str] = (),
+        options: Options | None = None,
     ) -> LocalRun:
         """Start an Interaction of `definition`; returns at once with its handle.
-        `approved_tools` as for `ScopeClient.start`."""
+        `approved_tools` and `options` as for `ScopeClient.start` (InvalidOptions for
+        options a model cannot take; nothing is started)."""
         if self.registry.lookup(definition) is None:
             raise errors.UnknownDefinition(
                 f"No Definition named {definition!r} (known: {self.registry.names})."
@@ -107,6 +109,7 @@ class LocalRunner:
                 definition=definition,
                 messages=tuple(messages),
                 approved_tools=tuple(approved_tools),
+                options=options,
             ),
         )
         if isinstance(opened, Failure):

@@ -3,6 +3,7 @@
 Workflow-safe to import: nothing here loads `jsonschema` or does I/O at import time.
 """
 
+from scope_temporal.tools.budget import ToolBudget
 from scope_temporal.tools.context import (
     ToolInvocation,
     advertise_tools,
@@ -13,6 +14,7 @@ from scope_temporal.tools.context import (
 from scope_temporal.tools.decorator import Tool, tool
 from scope_temporal.tools.executor import execute_tool
 from scope_temporal.tools.failures import HostFailure, ToolFailure
+from scope_temporal.tools.mask import OutputMask
 from scope_temporal.tools.middleware import CallNext, Middleware, chain, inner
 from scope_temporal.tools.outcome import (
     DefiniteOutcome,
@@ -27,10 +29,11 @@ from scope_temporal.tools.outcome import (
 )
 from scope_temporal.tools.output import ToolOutput
 from scope_temporal.tools.registry import ToolRegistry
-from scope_temporal.tools.spec import Execution, Permission, ToolSpec
+from scope_temporal.tools.spec import ConcurrencyClassifier, Execution, Permission, ToolSpec
 
 __all__ = [
     "CallNext",
+    "ConcurrencyClassifier",
     "DefiniteOutcome",
     "Disposition",
     "Execution",
@@ -38,10 +41,12 @@ __all__ = [
     "HostFailure",
     "InputRequired",
     "Middleware",
+    "OutputMask",
     "Permission",
     "Rejected",
     "Succeeded",
     "Tool",
+    "ToolBudget",
     "ToolFailure",
     "ToolInvocation",
     "ToolOutcome",

@@ -28,6 +28,7 @@ from scope_temporal.tools.schema import arguments_model, parameters_schema
 from scope_temporal.tools.spec import (
     PERMISSIONS,
     BackgroundSpec,
+    ConcurrencyClassifier,
     Execution,
     Permission,
     ToolSpec,
@@ -127,6 +128,7 @@ def tool(
     execution: Execution = "auto",
     timeout: timedelta | float | None = None,
     concurrency_key: str | None = None,
+    concurrency: ConcurrencyClassifier | None = None,
     direct_result: bool = False,
     deferred: bool = False,
     schema: Mapping[str, Any] | None = None,
@@ -144,6 +146,7 @@ def tool(
     execution: Execution = "auto",
     timeout: timedelta | float | None = None,
     concurrency_key: str | None = None,
+    concurrency: ConcurrencyClassifier | None = None,
     direct_result: bool = False,
     deferred: bool = False,
     schema: Mapping[str, Any] | None = None,
@@ -164,6 +167,9 @@ def tool(
         timeout: Limit for one run of the body (timedelta or seconds). Exceeding it makes
             the outcome unknown (`tool.timeout`), never a retry.
         concurrency_key: Calls sharing a key never overlap.
+        concurrency: A pure function deciding `(key, concurrent)` for each admitted
+            invocation (e.g. a key per file written), instead of `execution` and
+            `concurrency_key`; see `ConcurrencyClassifier`.
         direct_result: A batch of only such tools that all succeed completes the
             Interaction with their results, without another model call.
         deferred: Hidden from the model until a running tool calls `advertise_tools`.
@@ -177,7 +183,9 @@ def tool(
 
     Raises:
         DefinitionError: an invalid name, permission, execution, timeout, schema (code
-            `tool.schema_invalid`), middleware, or a parameter the schema cannot express.
+            `tool.schema_invalid`), middleware, or a parameter the schema cannot express;
+            `concurrency` that is not callable or comes with `execution` or
+            `concurrency_key`.
     """
     options = _Options(
         name=name,
@@ -186,6 +194,7 @@ def tool(
         execution=execution,
         timeout=timeout,
         concurrency_key=concurrency_key,
+        concurrency=concurrency,
         direct_result=direct_result,
         deferred=deferred,
         schema=schema,
@@ -216,6 +225,7 @@ class _Options:
     execution: Execution
     timeout: timedelta | float | None
     concurrency_key: str | None
+    concurrency: ConcurrencyClassifier | None
     direct_result: bool
     deferred: bool
     schema: Mapping[str, Any] | None
@@ -241,6 +251,7 @@ class _Options:
             execution=self.execution,
             timeout=self.timeout,
             concurrency_key=self.concurrency_key,
+            concurrency=self.concurrency,
             direct_result=self.direct_result,
             deferred=self.deferred,
             middleware=self.middleware,
@@ -257,6 +268,7 @@ def checked_spec(
     execution: Execution,
     timeout: timedelta | float | None,
     concurrency_key: str | None,
+    concurrency: ConcurrencyClassifier | None = None,
     direct_result: bool = False,
     deferred: bool = False,
     middleware: tuple[Middleware, ...] = (),
@@ -281,6 +293,17 @@ def checked_spec(
         )
     if not all(callable(m) for m in middleware):
         raise DefinitionError(f"tool {name!r}: every middleware must be an async callable")
+    if concurrency is not None:
+        if not callable(concurrency) or inspect.iscoroutinefunction(concurrency):
+            raise DefinitionError(
+                f"tool {name!r}: concurrency must be a plain function (invocation) -> "
+                "(key, concurrent); it runs in workflow code"
+            )
+        if execution != "auto" or concurrency_key is not None:
+            raise DefinitionError(
+                f"tool {name!r}: concurrency decides both the key and whether a call may "
+                "overlap others; drop execution and concurrency_key"
+            )
     try:
         return ToolSpec(
             name=name,
@@ -290,6 +313,7 @@ def checked_spec(
             execution=execution,
             timeout=checked_timeout(name, "timeout", timeout),
             concurrency_key=concurrency_key,
+            concurrency=concurrency,
             direct_result=direct_result,
             deferred=deferred,
             background=background,

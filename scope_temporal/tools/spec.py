@@ -7,12 +7,15 @@ executable function), and the scheduler reads them to decide what may overlap.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from scope_temporal.code_digest import code_fingerprint
 from scope_temporal.frozen import freeze_json
+from scope_temporal.tools.context import ToolInvocation
 
 Permission = Literal["read", "write", "exec"]
 """What a tool may do. `exec` is the default because it is the safest to assume."""
@@ -22,6 +25,14 @@ Execution = Literal["auto", "parallel", "sequential", "exclusive"]
 Sequential and exclusive calls are barriers: nothing else of their batch runs beside them."""
 
 SchedulingClass = Literal["parallel", "sequential", "exclusive"]
+
+ConcurrencyClassifier = Callable[[ToolInvocation], tuple[str | None, bool]]
+"""Per-invocation scheduling (`@tool(concurrency=...)`): receives each admitted
+invocation (its `call.arguments` already passed the schema) and returns `(key,
+concurrent)`. Calls with one key never overlap (None: no key); `concurrent=False` runs
+the call alone, like `exclusive`. It runs in workflow code at admission, so it must be
+pure and plain (not async); one that raises or returns anything else fails the
+Interaction with `interaction.host.failed` naming it, before any call of the round runs."""
 
 PERMISSIONS: frozenset[str] = frozenset({"read", "write", "exec"})
 
@@ -83,6 +94,9 @@ class ToolSpec(BaseModel):
     """Not advertised to the model until a running tool calls `advertise_tools`."""
     background: BackgroundSpec | None = None
     """Set for a background tool (`@background_tool`): how its calls run in the background."""
+    concurrency: ConcurrencyClassifier | None = Field(default=None, exclude=True)
+    """Decides `(key, concurrent)` per invocation instead of `execution` and
+    `concurrency_key` (see `ConcurrencyClassifier`); its code is in the digest."""
 
     @field_validator("parameters", mode="after")
     @classmethod
@@ -92,13 +106,18 @@ class ToolSpec(BaseModel):
         return frozen
 
     def declaration(self) -> dict[str, Any]:
-        """The spec as JSON for a Definition's digest (`background` only when set, so the
-        digests of Definitions without background tools stay what they were)."""
+        """The spec as JSON for a Definition's digest (`background` and `concurrency` only
+        when set, so the digests of Definitions without them stay what they were)."""
         data = self.model_dump(mode="json")
         if self.background is None:
             del data["background"]
         elif self.background.notify:  # the default: earlier digests stay what they were
             del data["background"]["notify"]
+        if self.concurrency is not None:
+            data["concurrency"] = {
+                "name": getattr(self.concurrency, "__qualname__", repr(self.concurrency)),
+                "code": code_fingerprint(self.concurrency),
+            }
         return data
 
     @property

@@ -76,6 +76,7 @@ def in_mode(definition: Definition, mode: ToolCallWorkflows) -> Definition:
         model_retry=definition.model_retry,
         fallback_models=definition.fallback_models,
         max_total_tokens=definition.max_total_tokens,
+        tool_budget=definition.tool_budget,
     )
 
 

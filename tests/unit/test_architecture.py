@@ -60,7 +60,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "background.materializer",
         ),
     ),
-    ("definition", ("approval", "definition", "registry")),
+    ("definition", ("approval", "delegates", "definition", "registry")),
     ("core", ("interaction",)),
     ("protocol", ("payloads", "settle", "background.envelopes")),
     ("driver", ("driver",)),
@@ -100,7 +100,7 @@ NEVER: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
     ),
     (ACTIVITY_SIDE, WORKFLOW_SIDE, "an activity runs no workflow code"),
     (
-        ("interaction", "definition", "registry"),
+        ("interaction", "definition", "delegates", "registry"),
         ("background",),
         "the core and the declarations know background tools only as values "
         "(tools.outcome, tools.task_specs); any module of background/ loads its package, "
