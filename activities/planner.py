@@ -70,6 +70,8 @@ class _Progress:
                     if call is not None:
                         self.done.append((call, result))
             elif message.role == "user":
+                if '"type": "task_notification"' in message.text:
+                    continue  # a background task's news: task_output reads it anyway
                 users += 1
                 if users > 1 and not after_draft:  # validator feedback follows a draft
                     self.steers.append(message.text)

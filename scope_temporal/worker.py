@@ -200,6 +200,7 @@ class ScopeWorker:
             materializer=materializer or LocalFileMaterializer(DEFAULT_TASK_OUTPUT),
             live_runs=LiveRuns(),
             adopt_queue=adopt_queue,
+            tools=self.tools,
         )
         tasks = TaskActivities(self.tools, runtime)
         activities = ScopeActivities(

@@ -22,7 +22,9 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from scope_temporal.background.observe import RunFailure, RunObserver
+from scope_temporal import errors
+from scope_temporal.background.deadlines import remaining, timed_out
+from scope_temporal.background.observe import STOP_GRACE_SECONDS, RunFailure, RunObserver
 from scope_temporal.background.progress import summary_after
 from scope_temporal.background.protocols import RunHandle, RunOutcome
 from scope_temporal.background.runtime import BackgroundRuntime
@@ -32,9 +34,6 @@ from scope_temporal.payloads import HeartbeatState
 from scope_temporal.tools.context import task_context
 from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.outcome import ProgressSummary
-
-STOP_GRACE_SECONDS = 30.0
-"""How long a stopped run may take to confirm before the attempt reports it cancelled."""
 
 Beat = Callable[[HeartbeatState], None]
 """Record the attempt's liveness and checkpoint (an activity heartbeat)."""
@@ -88,6 +87,9 @@ async def run_attempt(
         )
     except _Lost as lost:
         return AttemptReport(attempt=attempt, lost=str(lost), progress=summary)
+    except Exception as error:  # the tool's own code failed: durable, never retried
+        step = "recover" if previous is not None else plan.mode
+        return _raised(attempt, step, error, summary)
     beat(HeartbeatState(checkpoint=handle.checkpoint(), events=summary.events))
     if plan.mode == "resume":
         await _quietly(tell(None, plan.request_id))
@@ -97,7 +99,7 @@ async def run_attempt(
     )
     beating = asyncio.ensure_future(_beat_forever(handle, observer, beat, heartbeat_every))
     try:
-        outcome = await _outcome(handle, observer, stop_on_cancel)
+        outcome = await _outcome(handle, observer, stop_on_cancel, remaining(plan.deadline))
     except RunFailure as failure:
         return AttemptReport(
             attempt=attempt,
@@ -106,6 +108,10 @@ async def run_attempt(
             checkpoint=handle.checkpoint(),
             progress=observer.summary,
         )
+    except Exception as error:
+        if error is not observer.raised:
+            raise  # the output store: no outcome (a recoverable tool's attempt is retried)
+        return _raised(attempt, "wait", error, observer.summary, handle.checkpoint())
     finally:
         beating.cancel()
         reporter.close()
@@ -145,11 +151,43 @@ async def _obtain(
     return await tool.adopt(task_id, arguments, attempt, live.handle), summary.merged(live.progress)
 
 
+def _raised(
+    attempt: int,
+    step: str,
+    error: Exception,
+    progress: ProgressSummary,
+    checkpoint: Any = None,
+) -> AttemptReport:
+    """The tool's code raised: the task fails, model-visibly; nothing is tried again (only a
+    lost worker or a worker shutting down leads to another attempt)."""
+    return AttemptReport(
+        attempt=attempt,
+        outcome=RunOutcome.failed(
+            f"{step} raised {type(error).__name__}: {error}; the task failed and is not "
+            "retried (whether the operation had an effect is unknown)"
+        ),
+        code=errors.TOOL_EXECUTION_FAILED,
+        checkpoint=checkpoint,
+        progress=progress,
+    )
+
+
 async def _outcome(
-    handle: RunHandle, observer: RunObserver, stop_on_cancel: Callable[[], bool]
+    handle: RunHandle,
+    observer: RunObserver,
+    stop_on_cancel: Callable[[], bool],
+    left: float | None,
 ) -> RunOutcome:
+    """The run's outcome; past the operation's deadline (`left` seconds from now) the run
+    is stopped and the outcome is a timeout failure."""
     try:
-        outcome = await observer.outcome()
+        outcome = await observer.outcome(left)
+        if outcome is None:
+            assert left is not None  # no limit: it waited for the end
+            await handle.stop()
+            outcome = await observer.outcome(STOP_GRACE_SECONDS)
+            observer.detach()
+            raise RunFailure(errors.TOOL_TIMEOUT, timed_out(outcome))
     except asyncio.CancelledError:
         if not stop_on_cancel():
             observer.detach()

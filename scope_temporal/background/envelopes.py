@@ -2,7 +2,10 @@
 
 - `foreground_result`: the call finished in the foreground (completed, failed, canceled);
 - `launch_result`: the call moved to the background; the task id to follow it with;
-- `update`: what `task_status`, `task_output` and `task_cancel` report about a task.
+- `update`: what `task_status` and `task_cancel` report about a task: its state and one
+  progress event, the latest;
+- `output`: what `task_output` reports: the task's state, its result and its latest
+  progress events.
 
 Pure and deterministic (the workflow builds `launch_result` itself).
 """
@@ -25,6 +28,10 @@ _FOLLOW_UP = (
 )
 
 
+Shown = dict[str, Any]
+"""Fields a tool's `render_result` adds to a completed result (see `presentation`)."""
+
+
 def _dump(envelope: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in envelope.items() if v is not None}, ensure_ascii=False)
 
@@ -35,8 +42,8 @@ def _progress(summary: ProgressSummary) -> dict[str, Any] | None:
     return {"events": summary.events, "last": summary.last_message or summary.last_kind}
 
 
-def foreground_result(tool: str, outcome: RunOutcome) -> str:
-    """A call that finished within the foreground."""
+def foreground_result(tool: str, outcome: RunOutcome, shown: Shown | None = None) -> str:
+    """A call that finished within the foreground (`shown`: its `render_result` fields)."""
     return _dump(
         {
             "type": "foreground_result",
@@ -45,6 +52,7 @@ def foreground_result(tool: str, outcome: RunOutcome) -> str:
             "data": outcome.data,
             "error": outcome.error,
         }
+        | (shown or {})
     )
 
 
@@ -56,6 +64,8 @@ def launch_result(launch: TaskLaunch) -> str:
             "type": "launch_result",
             "tool": launch.tool,
             "task_id": launch.task_id,
+            "description": launch.description,
+            "description_error": launch.description_error,
             "status": "waiting_input" if waiting else "running",
             "question": launch.prompt if waiting else None,
             "progress": _progress(launch.progress),
@@ -73,27 +83,68 @@ def launched(call: ToolCall, launch: TaskLaunch) -> Succeeded:
     )
 
 
-def update(task: TaskSnapshot, events: Sequence[StoredEvent] = (), note: str | None = None) -> str:
-    """A task's state; with `events`, the latest progress events (oldest first)."""
+def update(
+    task: TaskSnapshot,
+    event: StoredEvent | None = None,
+    note: str | None = None,
+    shown: Shown | None = None,
+) -> str:
+    """A task's state and one progress event, its latest (`task_status`, `task_cancel`);
+    `shown`: the `render_result` fields of a completed task."""
+    return _dump(_task(task, "update", note, shown) | {"event": _event(event) if event else None})
+
+
+def output(
+    task: TaskSnapshot, events: Sequence[StoredEvent] = (), shown: Shown | None = None
+) -> str:
+    """A task's state and its latest progress events, oldest first (`task_output`)."""
+    return _dump(
+        _task(task, "output", None, shown) | {"events": [_event(e) for e in events] or None}
+    )
+
+
+def _task(task: TaskSnapshot, kind: str, note: str | None, shown: Shown | None) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "tool": task.tool,
+        "task_id": task.task_id,
+        "status": task.status,
+        "attempt": task.attempt,
+        "progress": _progress(task.progress),
+        "question": task.question.prompt if task.question is not None else None,
+        "data": task.data,
+        "error": task.error,
+        "code": task.code,
+        "note": note,
+    } | (shown or {})
+
+
+def _event(stored: StoredEvent) -> dict[str, Any]:
+    update = stored.update
+    return (
+        {"seq": stored.seq, "event_id": update.event_id, "kind": update.kind}
+        | ({"message": update.headline} if update.headline is not None else {})
+        | ({"data": update.data} if update.data is not None else {})
+    )
+
+
+def notification(task: TaskSnapshot) -> str:
+    """What the Interaction is told when its task ends or starts waiting for input."""
+    waiting = task.status == "waiting_input"
     return _dump(
         {
-            "type": "update",
+            "type": "task_notification",
             "tool": task.tool,
             "task_id": task.task_id,
+            "description": task.description,
             "status": task.status,
-            "attempt": task.attempt,
-            "progress": _progress(task.progress),
             "question": task.question.prompt if task.question is not None else None,
             "data": task.data,
             "error": task.error,
             "code": task.code,
-            "events": [
-                {"seq": e.seq, "event_id": e.update.event_id, "kind": e.update.kind}
-                | ({"data": e.update.data} if e.update.data is not None else {})
-                for e in events
-            ]
-            or None,
-            "note": note,
+            "note": "A background task you started "
+            + ("asks a question; the user answers it." if waiting else "has ended.")
+            + " Read it with task_output if you need more.",
         }
     )
 
@@ -111,4 +162,13 @@ def not_found(task_id: str) -> str:
     )
 
 
-__all__ = ["foreground_result", "launch_result", "launched", "not_found", "update"]
+__all__ = [
+    "Shown",
+    "foreground_result",
+    "launch_result",
+    "launched",
+    "not_found",
+    "notification",
+    "output",
+    "update",
+]

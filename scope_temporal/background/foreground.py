@@ -16,6 +16,9 @@ In order:
    - a **recoverable** tool stops observing (the operation goes on) and the task
      recovers it from its checkpoint, on any worker;
    - any other run stays in the foreground until it ends (bounded by the call's timeout).
+5. A tool's `operation_timeout(arguments)` fixes the operation's deadline when the call is
+   made: reached in the foreground (before the foreground timeout), the run is stopped and
+   the call fails; a task keeps the deadline (its attempts stop the run there).
 
 A cancelled foreground attempt stops the run: nobody will own it.
 """
@@ -23,13 +26,16 @@ A cancelled foreground attempt stops the run: nobody will own it.
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any, Protocol
 
 from scope_temporal.background import envelopes
-from scope_temporal.background.observe import RunFailure, RunObserver
+from scope_temporal.background.deadlines import deadline_after, remaining, timed_out
+from scope_temporal.background.observe import STOP_GRACE_SECONDS, RunFailure, RunObserver
 from scope_temporal.background.protocols import RunHandle, RunOutcome
 from scope_temporal.background.runtime import current_runtime
 from scope_temporal.ids import task_id
+from scope_temporal.interaction.snapshot import TaskSnapshot
 from scope_temporal.tools.context import current_tool_call
 from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.outcome import Backgrounded, ProgressSummary, TaskLaunch
@@ -54,6 +60,12 @@ class ForegroundTool(Protocol):
     def encode(self, arguments: Any) -> str: ...
 
     def wants_background(self, arguments: Any) -> bool: ...
+
+    def operation_timeout(self, arguments: Any) -> timedelta | float | None: ...
+
+    def describe(self, arguments: Any) -> tuple[str | None, str | None]: ...
+
+    def render(self, task: TaskSnapshot) -> envelopes.Shown: ...
 
     async def start(self, task_id: str, arguments: Any, attempt: int) -> RunHandle: ...
 
@@ -83,17 +95,25 @@ async def run_foreground(tool: ForegroundTool, arguments_json: str) -> str | Bac
         mode="start",
         settings=settings,
         context=invocation.context,
+        deadline=deadline_after(tool.operation_timeout(arguments), tool.name),
+    )
+    description, description_error = tool.describe(arguments)
+    launch = launch.model_copy(
+        update={"description": description, "description_error": description_error}
     )
     if explicit is True:
         return Backgrounded(launch=launch)
     handle = await tool.start(launch.task_id, arguments, 0)
     observer = RunObserver(launch.task_id, handle, runtime.materializer, ProgressSummary())
     limit = settings.foreground_timeout
+    limit_s = None if limit is None else limit.total_seconds()
+    left = remaining(launch.deadline)
     try:
         outcome = None
-        if limit is not None:
-            outcome = await observer.outcome(limit.total_seconds())
-        if outcome is None:
+        first = _least(limit_s, left)
+        if first is not None:
+            outcome = await observer.outcome(first)
+        if outcome is None and (left is None or (limit_s is not None and limit_s < left)):
             movable = limit is not None and explicit is None and tool.wants_background(arguments)
             if movable and (settings.handoff or settings.recoverable):
                 observer.detach()
@@ -110,8 +130,14 @@ async def run_foreground(tool: ForegroundTool, arguments_json: str) -> str | Bac
                         }
                     )
                 )
-            outcome = await observer.outcome()
-            assert outcome is not None  # no timeout: it waited for the end
+            outcome = await observer.outcome(remaining(launch.deadline))
+        if outcome is None:  # the operation's deadline
+            await handle.stop()
+            confirmed = await observer.outcome(STOP_GRACE_SECONDS)
+            observer.detach()
+            raise ToolFailure(
+                envelopes.foreground_result(tool.name, RunOutcome.failed(timed_out(confirmed)))
+            )
     except RunFailure as failure:
         raise ToolFailure(
             envelopes.foreground_result(tool.name, RunOutcome.failed(failure.message))
@@ -131,7 +157,18 @@ def _finish(
     progress: ProgressSummary,
 ) -> str | Backgrounded:
     if outcome.status == "completed":
-        return envelopes.foreground_result(tool.name, outcome)
+        invocation = current_tool_call()
+        task = TaskSnapshot(
+            task_id=launch.task_id,
+            tool=tool.name,
+            ref=invocation.ref,
+            parent_id=invocation.process_id,
+            status="completed",
+            progress=progress,
+            data=outcome.data,
+            description=launch.description,
+        )
+        return envelopes.foreground_result(tool.name, outcome, tool.render(task))
     if outcome.status != "waiting_input":
         raise ToolFailure(envelopes.foreground_result(tool.name, outcome))
     if not tool.settings.resumable:
@@ -153,6 +190,11 @@ def _finish(
             }
         )
     )
+
+
+def _least(*limits: float | None) -> float | None:
+    given = [limit for limit in limits if limit is not None]
+    return min(given) if given else None
 
 
 async def _stop_quietly(handle: RunHandle) -> None:

@@ -22,6 +22,8 @@ from scope_temporal.tools.outcome import ProgressSummary
 
 DRAIN_SECONDS = 10.0
 """How long the updates of an ended run may take to be stored before they are dropped."""
+STOP_GRACE_SECONDS = 30.0
+"""How long a stopped run may take to confirm before it is given up on."""
 
 
 class RunFailure(Exception):
@@ -56,6 +58,8 @@ class RunObserver:
         self.handle = handle
         self.summary = summary
         self.failure: RunFailure | None = None
+        self.raised: BaseException | None = None
+        """What the run's own `wait()` raised, once it did (not the output store)."""
         self._materializer = materializer
         self._on_progress = on_progress
         self._wait = asyncio.ensure_future(handle.wait())
@@ -111,6 +115,8 @@ class RunObserver:
                 self._pump.cancel()
                 if self.failure is not None:
                     raise self.failure
+                if not self._wait.cancelled():
+                    self.raised = self._wait.exception()
                 return self._wait.result()
             if not done:
                 return None
@@ -130,4 +136,4 @@ def _as_update(item: Any) -> ProgressUpdate | None:
         return None
 
 
-__all__ = ["RunFailure", "RunObserver"]
+__all__ = ["STOP_GRACE_SECONDS", "RunFailure", "RunObserver"]

@@ -20,6 +20,8 @@ from scope_temporal.tools.output import json_form
 
 MAX_DATA_BYTES = 256 * 1024
 """The largest `data` of one update, as JSON."""
+MAX_KIND_BYTES = 128
+"""The longest `kind` of one update, UTF-8."""
 MAX_METADATA_ENTRIES = 32
 MAX_METADATA_ENTRY_BYTES = 1024
 """The largest key + value of one metadata entry, UTF-8."""
@@ -30,7 +32,8 @@ class ProgressUpdate(BaseModel):
     """One progress event of a background run.
 
     Raises:
-        pydantic.ValidationError: (a ValueError) `data` is not JSON or over 256 KiB, or
+        pydantic.ValidationError: (a ValueError) `kind` is empty or over 128 bytes, `data`
+            is not JSON or over 256 KiB, or
             `metadata` has more than 32 entries or an entry over 1 KiB.
     """
 
@@ -51,6 +54,17 @@ class ProgressUpdate(BaseModel):
     def _non_empty(cls, value: str) -> str:
         if not value:
             raise ValueError("a progress update needs a non-empty event_id")
+        return value
+
+    @field_validator("kind")
+    @classmethod
+    def _short_kind(cls, value: str) -> str:
+        size = len(value.encode())
+        if not value or size > MAX_KIND_BYTES:
+            raise ValueError(
+                f"progress kind {value[:40]!r} is {size} bytes; give a short non-empty name "
+                f"(at most {MAX_KIND_BYTES} bytes, e.g. 'progress', 'log', 'artifact')"
+            )
         return value
 
     @field_validator("data", mode="after")

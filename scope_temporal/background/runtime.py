@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from scope_temporal.background.materializer import OutputMaterializer
 from scope_temporal.background.protocols import RunHandle
@@ -75,6 +75,12 @@ class LiveRuns:
             asyncio.get_running_loop().create_task(run.handle.stop())
 
 
+class ToolLookup(Protocol):
+    """Finds a registered tool by name (a `ToolRegistry`, or a dict in tests)."""
+
+    def get(self, name: str) -> Any: ...
+
+
 @dataclass(frozen=True)
 class BackgroundRuntime:
     """The worker services background tools use during one attempt."""
@@ -84,6 +90,8 @@ class BackgroundRuntime:
     adopt_queue: str | None
     """The task queue only this worker polls (where an adoption of its live runs runs)."""
     tasks: TaskAccess | None = None
+    tools: ToolLookup | None = None
+    """The worker's tools by name (the task tools render a result with its tool's hooks)."""
 
 
 _runtime: ContextVar[BackgroundRuntime] = ContextVar("scope_temporal_background_runtime")

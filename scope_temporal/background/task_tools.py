@@ -3,8 +3,10 @@
 Definition binding any background tool advertises). The worker serves them: they run in
 `scope.tool` like other tools and read the task's workflow.
 
-Each answers with one `update` envelope. A model may only reach the tasks its own
-Interaction launched (`<interaction id>/task/...`); any other id is "not found".
+`task_status` and `task_cancel` answer with an `update` envelope (the task's state and
+its latest progress event), `task_output` with an `output` envelope (its latest events).
+A model may only reach the tasks its own Interaction launched (`<interaction
+id>/task/...`); any other id is "not found".
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import contextlib
 from typing import Any
 
 from scope_temporal.background import envelopes
+from scope_temporal.background.presentation import rendered
+from scope_temporal.background.progress import StoredEvent
 from scope_temporal.background.runtime import TaskAccess, current_runtime
+from scope_temporal.background.tool import BackgroundTool
 from scope_temporal.errors import TaskEnded
 from scope_temporal.ids import task_owner
 from scope_temporal.interaction.snapshot import TaskSnapshot
@@ -57,28 +62,45 @@ async def _until(task_id: str, seconds: float, done: bool) -> TaskSnapshot:
     return task
 
 
+async def _latest(task: TaskSnapshot, count: int) -> list[StoredEvent]:
+    """The task's latest `count` stored progress events, oldest first."""
+    total = task.progress.events
+    if not count or not total:
+        return []
+    stored = current_runtime().materializer
+    return await stored.read(task.task_id, after=max(total - count, 0), limit=count)
+
+
+async def _update(task: TaskSnapshot, note: str | None = None) -> str:
+    latest = await _latest(task, 1)
+    return envelopes.update(task, latest[-1] if latest else None, note, _shown(task))
+
+
+def _shown(task: TaskSnapshot) -> envelopes.Shown:
+    tools = current_runtime().tools
+    tool = None if tools is None else tools.get(task.tool)
+    return rendered(tool.impl, task) if isinstance(tool, BackgroundTool) else {}
+
+
 async def _status(task_id: str) -> str:
-    return envelopes.update(await _find(task_id))
+    return await _update(await _find(task_id))
 
 
 async def _output(task_id: str, wait_seconds: float = 0, events: int = 10) -> str:
     task = await _until(task_id, min(max(wait_seconds, 0), MAX_WAIT_SECONDS), done=False)
-    count = min(max(events, 0), 50)
-    stored = current_runtime().materializer
-    total = task.progress.events
-    latest = await stored.read(task_id, after=max(total - count, 0), limit=count) if count else []
-    return envelopes.update(task, latest)
+    latest = await _latest(task, min(max(events, 0), 50))
+    return envelopes.output(task, latest, _shown(task))
 
 
 async def _cancel(task_id: str, reason: str = "") -> str:
     task = await _find(task_id)
     if task.ended:
-        return envelopes.update(task, note="the task had already ended; nothing was stopped")
+        return await _update(task, note="the task had already ended; nothing was stopped")
     with contextlib.suppress(TaskEnded):  # it ended meanwhile: its final state says how
         await _tasks().cancel(task_id, reason or "cancelled by the model")
     task = await _until(task_id, _CANCEL_CONFIRM_SECONDS, done=True)
     note = None if task.ended else "stop requested; the run has not confirmed yet"
-    return envelopes.update(task, note=note)
+    return await _update(task, note=note)
 
 
 task_status = implement(declared.task_status, _status)

@@ -19,9 +19,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from scope_temporal.background.deadlines import timeout_of
+from scope_temporal.background.envelopes import Shown
 from scope_temporal.background.foreground import run_foreground
+from scope_temporal.background.presentation import described, rendered
 from scope_temporal.background.protocols import Handoff, Recoverable, Resumable, RunHandle
 from scope_temporal.errors import DefinitionError
+from scope_temporal.interaction.snapshot import TaskSnapshot
 from scope_temporal.tools.decorator import (
     Tool,
     checked_spec,
@@ -133,6 +137,19 @@ class BackgroundTool(Tool[..., Any]):
         policy = self.auto_background
         return policy(arguments) if callable(policy) else bool(policy)
 
+    def operation_timeout(self, arguments: Any) -> timedelta | float | None:
+        """The tool's optional, pure `operation_timeout(arguments)`: how long this call's
+        operation may take in all (None: no limit beyond the attempts' own)."""
+        return timeout_of(self.impl, arguments)
+
+    def describe(self, arguments: Any) -> tuple[str | None, str | None]:
+        """`description(arguments)` if the tool has it, and why it gave nothing if it failed."""
+        return described(self.impl, arguments)
+
+    def render(self, task: TaskSnapshot) -> Shown:
+        """The fields `render_result(task)` adds to a completed result (see `presentation`)."""
+        return rendered(self.impl, task)
+
     async def start(self, task_id: str, arguments: Any, attempt: int) -> RunHandle:
         handle: RunHandle = await self.impl.start(task_id, arguments, attempt)
         return handle
@@ -182,6 +199,7 @@ def background_tool(
     task_timeout: timedelta | float = timedelta(hours=24),
     max_attempts: int | None = None,
     auto_background: AutoBackground = True,
+    notify: bool = True,
     deferred: bool = False,
     middleware: Sequence[Middleware] = (),
 ) -> Callable[[Any], BackgroundTool]:
@@ -203,6 +221,8 @@ def background_tool(
         auto_background: whether a call still running at the foreground timeout moves to
             the background (a bool or a pure function of the arguments). An explicit
             `run_in_background=false` keeps it in the foreground either way.
+        notify: whether its tasks tell their Interaction (a model-visible notification at
+            the next turn) when they end or start waiting for input.
 
     Raises:
         DefinitionError: no `start`, undeclared arguments, an invalid option, or
@@ -253,6 +273,7 @@ def background_tool(
                 recoverable=recoverable,
                 resumable=isinstance(obj, Resumable),
                 handoff=isinstance(obj, Handoff),
+                notify=notify,
             )
         except ValidationError as error:  # e.g. heartbeat_timeout=None
             raise DefinitionError(f"tool {tool_name!r}: {error.errors()[0]['msg']}") from None

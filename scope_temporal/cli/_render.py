@@ -215,6 +215,8 @@ def task_line(task: TaskSnapshot) -> str:
     """`⋯ export_logs running · task ops-1/task/1/2 · attempt 1 · 3 progress event(s): …`"""
     mark = MARKS.get(task.status, "⋯")
     line = f"{mark} {task.tool} {task.status.replace('_', ' ')} · task {task.task_id}"
+    if task.description:
+        line += f" · {shorten(task.description, 60)}"
     line += f" · attempt {task.attempt}"
     if task.progress.events:
         line += f" · {task.progress.events} progress event(s)"

@@ -14,13 +14,22 @@ from __future__ import annotations
 import asyncio
 
 from scope_temporal import errors
+from scope_temporal.background import envelopes
+from scope_temporal.chat import Message
 from scope_temporal.driver.transport import AttemptRun, TaskTransport
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.background_task import BackgroundTaskMachine
 from scope_temporal.interaction.news import TaskNews
+from scope_temporal.interaction.notices import notice_id
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind, TaskSnapshot
 from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
-from scope_temporal.payloads import TaskAttemptInput, TaskInput, TaskReport, ToolInputAnswer
+from scope_temporal.payloads import (
+    SteerInput,
+    TaskAttemptInput,
+    TaskInput,
+    TaskReport,
+    ToolInputAnswer,
+)
 
 
 class TaskDriver:
@@ -35,6 +44,7 @@ class TaskDriver:
         self._attempt: AttemptRun | None = None
         self._stop_sent = False
         self._news = TaskNews()
+        self._told: set[str] = set()
 
     async def run(self) -> TaskSnapshot:
         """Run attempts until the task ends; its final snapshot.
@@ -46,6 +56,7 @@ class TaskDriver:
         try:
             while not machine.done:
                 self._show()
+                await self._notify()
                 plan = machine.next_attempt()
                 if plan is None:
                     await transport.wait_until(lambda: machine.done or machine.phase == "ready")
@@ -58,6 +69,7 @@ class TaskDriver:
                     attempt.cancel()
                     self._settle(await attempt.report())
         self._show()
+        await self._notify()
         await transport.flush_events()
         return machine.snapshot()
 
@@ -75,6 +87,27 @@ class TaskDriver:
             return await attempt.report()
         finally:
             self._attempt = None
+
+    async def _notify(self) -> None:
+        """Tell the Interaction, once per status, that the task ended or waits for input
+        (unless the launch or the tool turned notifications off)."""
+        launch = self._input.launch
+        task = self.machine.snapshot()
+        wanted = launch.notify if launch.notify is not None else launch.settings.notify
+        if not wanted or not (task.ended or task.status == "waiting_input"):
+            return
+        waits = self.machine.state.waits if task.status == "waiting_input" else 0
+        signal_id = notice_id(task.task_id, task.status, waits)
+        if signal_id in self._told:
+            return
+        self._told.add(signal_id)
+        message = Message.user(envelopes.notification(task))
+        steer = SteerInput(signal_id=signal_id, messages=(message,))
+        if not await self._transport.notify(self._input.parent_id, steer):
+            self._transport.warn(
+                f"task {task.task_id} is {task.status}; its Interaction "
+                f"{self._input.parent_id!r} has ended, so it was not told"
+            )
 
     def _settle(self, report: AttemptReport) -> None:
         self.machine.on_report(report)

@@ -41,6 +41,7 @@ from scope_temporal.payloads import (
     InteractionInput,
     ModelActivityInput,
     SessionInput,
+    SteerInput,
     TaskAttemptInput,
     TaskInput,
     ToolActivityInput,
@@ -268,6 +269,11 @@ class TaskTransport(Host, Protocol):
         self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
     ) -> AttemptRun:
         """Start one background attempt (`scope.task.attempt`)."""
+        ...
+
+    async def notify(self, process_id: str, input: SteerInput) -> bool:
+        """Steer Interaction `process_id` with a task's notification; False when it could
+        not take it (it has ended, or does not exist)."""
         ...
 
 

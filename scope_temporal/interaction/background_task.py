@@ -324,6 +324,7 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
             data=data,
             queue=queue,
             context=s.launch.context,
+            deadline=s.launch.deadline,
         )
 
     @staticmethod
@@ -380,6 +381,7 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
             error=s.error,
             code=s.code,
             cancel_requested=s.cancel_reason is not None,
+            description=s.launch.description,
         )
 
     def process_snapshot(self) -> ProcessSnapshot:

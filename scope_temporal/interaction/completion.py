@@ -14,7 +14,7 @@ from typing import Literal
 from scope_temporal.chat import Response, ToolResult
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ScopeError
-from scope_temporal.interaction import rules
+from scope_temporal.interaction import notices, rules
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.outputs import CompletionCandidate, Failure, Output
 
@@ -55,7 +55,7 @@ def judge(
     The candidate is the last message of the working context (the machine has just
     appended the reply, or committed the direct results); the validator's context is
     everything before it (CONFORMANCE 60)."""
-    if s.mailbox:
+    if notices.live(s.mailbox, s.context):
         return Again()  # a pending steer always gets its model call
     source: Literal["model_response", "direct_tool_results"] = (
         "model_response" if model_response is not None else "direct_tool_results"

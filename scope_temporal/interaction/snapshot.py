@@ -166,6 +166,8 @@ class TaskSnapshot(_Frozen):
     code: str | None = None
     """The failure code (e.g. `tool.background.lost`)."""
     cancel_requested: bool = False
+    description: str | None = None
+    """How the task is shown to people (the tool's `description(arguments)`), if given."""
 
     @property
     def ended(self) -> bool:

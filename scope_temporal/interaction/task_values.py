@@ -4,6 +4,7 @@ the workflow), and the task as a Process of the snapshot tree."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -46,6 +47,8 @@ class AttemptPlan(_Value):
     """`adopt`: the task queue of the worker holding the live run."""
     context: dict[str, Any] = {}
     """The task's inherited run context (what `run_context()` returns in the attempt)."""
+    deadline: datetime | None = None
+    """When the operation must have ended (the tool's `operation_timeout`), if ever."""
 
 
 class AttemptReport(_Value):

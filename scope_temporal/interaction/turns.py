@@ -9,7 +9,7 @@ from __future__ import annotations
 from scope_temporal import errors
 from scope_temporal.definition import Definition
 from scope_temporal.ids import model_effect_id
-from scope_temporal.interaction import rules
+from scope_temporal.interaction import notices, rules
 from scope_temporal.interaction.effects import ModelEffectRequest
 from scope_temporal.interaction.state import InteractionState, PendingModel
 from scope_temporal.outputs import Failure
@@ -37,8 +37,9 @@ def begin(definition: Definition, s: InteractionState) -> ModelEffectRequest | F
     manifest = rules.manifest(definition, s.advertised)
     if isinstance(manifest, str):
         return Failure.of(errors.HOST_FAILED, manifest)
-    applied = [envelope.signal_id for envelope in s.mailbox]
-    for envelope in s.mailbox:
+    mailbox = notices.live(s.mailbox, s.context)  # a notification the model read: dropped
+    applied = [envelope.signal_id for envelope in mailbox]
+    for envelope in mailbox:
         s.context.extend(envelope.messages)
     s.mailbox = []
     s.applied_signals.extend(applied)

@@ -31,6 +31,7 @@ from scope_temporal.driver.session import SessionDriver
 from scope_temporal.driver.start import open_machine, settings_of
 from scope_temporal.driver.tool_call import ToolCallDriver
 from scope_temporal.driver.transport import ChildEnd, EffectRequest, Ended, Lost, OutcomeKind
+from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
@@ -56,7 +57,7 @@ from scope_temporal.payloads import (
     ToolInputAnswer,
 )
 from scope_temporal.registry import Registry
-from scope_temporal.testing.local_events import EventLog
+from scope_temporal.testing.local_events import TreeLogs
 from scope_temporal.testing.local_tasks import LocalTasks
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.outcome import AttemptOutcome
@@ -104,14 +105,26 @@ class LocalEngine:
         self.processes: dict[str, Process] = {}
         self.sessions: dict[str, SessionDriver] = {}  # by session id: turns' bases
         self.live: dict[str, LiveText] = {}  # streamed text of model calls in flight
-        self.logs: dict[str, EventLog] = {}  # by root Interaction: each tree's events
+        self.logs = TreeLogs()  # each tree's events, by root Interaction
         self.transport = LocalTransport(self)
-        self.tasks = LocalTasks(runner.tools, self.spawn, self.transport)
+        self.tasks = LocalTasks(runner.tools, self.spawn, self.transport, self.steer)
         self.idle = asyncio.Event()
         self.idle.set()
         self._running: set[asyncio.Task[Any]] = set()
         self._busy = 0
         self._waiting: list[tuple[Callable[[], bool], asyncio.Future[None], bool]] = []
+
+    def steer(self, process_id: str, input: SteerInput) -> bool:
+        """Steer a running Interaction of the run; False if it is not there or refused."""
+        process = self.processes.get(process_id)
+        if not isinstance(process, InteractionDriver):
+            return False
+        try:
+            process.validate_steer(input)
+        except ScopeError:
+            return False
+        process.steer_update(input)
+        return True
 
     # --- scheduling ------------------------------------------------------------------
 
@@ -187,18 +200,6 @@ class LocalEngine:
         self.processes[process_id] = driver
         return driver
 
-    def log(self, root_id: str) -> EventLog:
-        """The events of the tree rooted at `root_id` (a run, or a session's turn)."""
-        return self.logs.setdefault(root_id, EventLog(root_id))
-
-    def publish(self, events: Sequence[Event]) -> None:
-        """Each event into the log of the tree its process belongs to."""
-        for event in events:
-            pid = event.process_id
-            roots = [r for r in self.logs if pid == r or pid.startswith(f"{r}/")]
-            if roots:
-                self.logs[max(roots, key=len)].publish([event])
-
     async def run_interaction(self, driver: InteractionDriver) -> Output | Failure:
         """Run an Interaction to its end, through each continue-as-new."""
         while True:
@@ -266,7 +267,7 @@ class LocalTransport:
         _log.warning(message)
 
     def publish(self, events: Sequence[Event]) -> None:
-        self._engine.publish(events)
+        self._engine.logs.publish(events)
 
     async def flush_events(self) -> None:
         """Published events are in the log at once."""

@@ -72,4 +72,23 @@ class EventLog:
             await self._grew.wait()
 
 
-__all__ = ["EventLog"]
+class TreeLogs:
+    """The event logs of the trees one engine runs, by root Interaction (a run, or a
+    session's turn); an event goes to the log of the tree its process belongs to."""
+
+    def __init__(self) -> None:
+        self._logs: dict[str, EventLog] = {}
+
+    def of(self, root_id: str) -> EventLog:
+        """The log of the tree rooted at `root_id` (made on first use)."""
+        return self._logs.setdefault(root_id, EventLog(root_id))
+
+    def publish(self, events: Sequence[Event]) -> None:
+        for event in events:
+            pid = event.process_id
+            roots = [r for r in self._logs if pid == r or pid.startswith(f"{r}/")]
+            if roots:
+                self._logs[max(roots, key=len)].publish([event])
+
+
+__all__ = ["EventLog", "TreeLogs"]

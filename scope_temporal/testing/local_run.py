@@ -36,7 +36,7 @@ class LocalRun:
         self.runner = runner
         self.id = run_id
         self.engine = engine or LocalEngine(runner)
-        self.engine.log(run_id)  # its events from the start
+        self.engine.logs.of(run_id)  # its events from the start
         self.tasks = self.engine.tasks
         self._run: asyncio.Task[Output | Failure] | None = None
         self._on_end: Callable[[], None] | None = None
@@ -60,7 +60,7 @@ class LocalRun:
 
     def _started(self, root: InteractionDriver) -> None:
         self._run = self.engine.spawn(self.engine.run_interaction(root))
-        self._run.add_done_callback(lambda _: self.engine.log(self.id).close())
+        self._run.add_done_callback(lambda _: self.engine.logs.of(self.id).close())
 
     @property
     def _root(self) -> InteractionDriver:
@@ -98,7 +98,7 @@ class LocalRun:
         Raises:
             EventOffsetError: `after` is beyond the last event.
         """
-        return self.engine.log(self.id).read(after)
+        return self.engine.logs.of(self.id).read(after)
 
     async def live_text(self, process_id: str | None = None) -> LiveText | None:
         """What the model call in flight has streamed so far (as `InteractionHandle`)."""

@@ -55,7 +55,7 @@ class _SessionTransport(LocalTransport):
         opened = engine.open_interaction(process_id, input)
         if isinstance(opened, Failure):
             return Ended(opened.message, opened.code)
-        log = engine.log(process_id)  # the turn's events, from its start
+        log = engine.logs.of(process_id)  # the turn's events, from its start
         task: asyncio.Task[Output | Failure] = engine.spawn(engine.run_interaction(opened))
         task.add_done_callback(lambda _: log.close())
         self._turns[process_id] = task

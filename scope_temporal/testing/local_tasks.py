@@ -21,7 +21,13 @@ from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
 from scope_temporal.interaction.task_values import AttemptReport
-from scope_temporal.payloads import TaskAttemptInput, TaskInput, TaskReport, ToolInputAnswer
+from scope_temporal.payloads import (
+    SteerInput,
+    TaskAttemptInput,
+    TaskInput,
+    TaskReport,
+    ToolInputAnswer,
+)
 from scope_temporal.tools.outcome import ProgressSummary
 from scope_temporal.tools.registry import ToolRegistry
 
@@ -105,6 +111,9 @@ class _TaskTransport:
     ) -> _Attempt:
         return _Attempt(self._tasks, input)
 
+    async def notify(self, process_id: str, input: SteerInput) -> bool:
+        return self._tasks.notify(process_id, input)
+
 
 class LocalTasks:
     """The background tasks of one local run (also their `TaskAccess`).
@@ -113,13 +122,25 @@ class LocalTasks:
         tools: the runner's tools.
         spawn: runs a coroutine as a task of the run (so `idle()` waits for it).
         host: how the run's drivers wait and are woken.
+        steer: steers an Interaction of the run (False: it is not there, or refused).
     """
 
-    def __init__(self, tools: ToolRegistry, spawn: Spawn, host: Host) -> None:
+    def __init__(
+        self,
+        tools: ToolRegistry,
+        spawn: Spawn,
+        host: Host,
+        steer: Callable[[str, SteerInput], bool],
+    ) -> None:
         self.tools = tools
+        self.notify = steer
         self.spawn = spawn
         self.runtime = BackgroundRuntime(
-            materializer=MemoryMaterializer(), live_runs=LiveRuns(), adopt_queue=None, tasks=self
+            materializer=MemoryMaterializer(),
+            live_runs=LiveRuns(),
+            adopt_queue=None,
+            tasks=self,
+            tools=tools,
         )
         self._transport = _TaskTransport(self, host)
         self._tasks: dict[str, TaskDriver] = {}

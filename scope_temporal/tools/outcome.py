@@ -7,6 +7,7 @@ call and task carry across it: its launch, its progress, the outcome of its run.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -110,6 +111,14 @@ class TaskLaunch(_Outcome):
     settings: BackgroundSpec
     context: dict[str, Any] = {}
     """The run context of the Interaction whose call launched the task (inherited)."""
+    deadline: datetime | None = None
+    """When the operation must have ended (the tool's `operation_timeout(arguments)`)."""
+    description: str | None = None
+    """How the task is shown to people (the tool's `description(arguments)`)."""
+    description_error: str | None = None
+    """Why `description(arguments)` gave nothing (the model is told; the task runs)."""
+    notify: bool | None = None
+    """Tell the Interaction when the task ends or waits (None: as the tool's settings say)."""
 
 
 RunStatus = Literal["completed", "failed", "canceled", "waiting_input"]

@@ -65,6 +65,8 @@ class BackgroundSpec(BaseModel):
     """The tool can continue a run waiting for input (`resume`)."""
     handoff: bool = False
     """The tool can take a live foreground run into the background (`adopt`)."""
+    notify: bool = True
+    """Its tasks tell their Interaction when they end or wait for input (a steer)."""
 
 
 class ToolSpec(BaseModel):
@@ -113,6 +115,8 @@ class ToolSpec(BaseModel):
         data = self.model_dump(mode="json", exclude={"task_queue"})
         if self.background is None:
             del data["background"]
+        elif self.background.notify:  # the default: earlier digests stay what they were
+            del data["background"]["notify"]
         if self.concurrency is not None:
             data["concurrency"] = {
                 "name": getattr(self.concurrency, "__qualname__", repr(self.concurrency)),

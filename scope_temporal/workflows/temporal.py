@@ -51,6 +51,7 @@ from scope_temporal.payloads import (
     HeartbeatState,
     InteractionInput,
     ModelActivityInput,
+    SteerInput,
     TaskAttemptInput,
     TaskInput,
     ToolActivityInput,
@@ -75,6 +76,10 @@ R = TypeVar("R")
 _ONCE = RetryPolicy(maximum_attempts=1)
 _ADOPT_PICKUP = timedelta(seconds=10)
 """How long an adoption may wait for the worker holding the live run to pick it up."""
+
+
+NOTICES_PATCH = "scope.task.notices"
+"""Tasks recorded before lifecycle notifications replay without them."""
 
 
 class TemporalTransport:
@@ -249,6 +254,16 @@ class TemporalTransport:
         workflow.continue_as_new(input)
 
     # --- background attempts ---------------------------------------------------------
+
+    async def notify(self, process_id: str, input: SteerInput) -> bool:
+        command_issued()  # the patch marker, then the signal
+        if not workflow.patched(NOTICES_PATCH):  # a task recorded before notifications
+            return True
+        try:
+            await workflow.get_external_workflow_handle(process_id).signal(names.STEER, input)
+        except Exception:  # it has ended (or never was): the signal was not delivered
+            return False
+        return True
 
     def start_attempt(
         self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str

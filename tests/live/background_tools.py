@@ -163,7 +163,7 @@ def follow(
             if release:
                 RELEASE[task_id].set()
             return reply.tool_calls((then, _arguments(then, task_id)))
-        if envelope["type"] == "update" and envelope["status"] == "running":
+        if envelope["type"] in ("update", "output") and envelope["status"] == "running":
             return reply.tool_calls(("task_output", _arguments("task_output", task_id)))
         return reply.text(json.dumps(envelope))
 

@@ -99,9 +99,7 @@ async def test_a_wait_in_a_tool_call_child_makes_the_root_wait_until_answered(
         )
         [pending] = snap.pending_tool_inputs
         assert snap.status == "waiting"
-        await eventually(
-            lambda: scope_status(root), lambda s: s == "waiting_input", timeout=BOUND
-        )
+        await eventually(lambda: scope_status(root), lambda s: s == "waiting_input", timeout=BOUND)
         assert (await details(root)).startswith("**waiting_input**")
 
         await handle.pause()

@@ -104,7 +104,7 @@ async def test_a_slow_call_moves_to_the_background_and_the_model_reads_its_outpu
     assert launch["type"] == "launch_result" and launch["task_id"] == done.task_id
     assert launch["status"] == "running" and launch["progress"]["events"] == 3
     final = json.loads(done.output.text)
-    assert final["type"] == "update" and final["status"] == "completed"
+    assert final["type"] == "output" and final["status"] == "completed"
     assert final["data"] == {"rows": 30}
     assert [e["event_id"] for e in final["events"]] == ["step-1", "step-2", "step-3"]
     # the live foreground run was adopted (attempt 1), never started again (the model

@@ -119,14 +119,11 @@ FAILED_HISTORIES = Path(tempfile.gettempdir()) / "scope-temporal-replay-failures
 async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvironment) -> None:
     # Make sure at least one full tool round with a ToolCall workflow, and one background
     # task, exist even when this file runs alone.
-    model = ScriptedModel(
-        [
-            reply.tool_calls(
-                ("echo", {"text": "hi"}), ("later", {"text": "hi", "run_in_background": True})
-            ),
-            reply.text("bye"),
-        ]
+    first = reply.tool_calls(
+        ("echo", {"text": "hi"}), ("later", {"text": "hi", "run_in_background": True})
     )
+    # "bye" to the task's notification too, should it arrive during the last model call
+    model = ScriptedModel(lambda r: first if len(r.messages) == 1 else reply.text("bye"))
     async with serving(
         temporal_env,
         [Definition("replay-me", tools=[echo, later], tool_call_workflows="always")],

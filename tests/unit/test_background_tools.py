@@ -265,7 +265,7 @@ async def test_a_handoff_tool_moves_its_live_run_and_the_task_adopts_it() -> Non
 
 async def test_a_recoverable_tool_moves_by_recovering_the_same_run() -> None:
     seen, _ = await run(follow(("recovering", {"seconds": 0.2})))
-    assert [e["type"] for e in seen] == ["launch_result", "update"]
+    assert [e["type"] for e in seen] == ["launch_result", "output"]
     assert seen[1]["status"] == "completed"
     assert LOG == ["start 0", "recover 1"]
 

@@ -4,6 +4,8 @@ deferred tool advertised by another tool; its default model is the offline plann
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from scope_temporal import Message, OpenAIChatModel, ScriptedModel
@@ -101,7 +103,9 @@ async def test_the_ops_agent_investigates_asks_approval_delegates_and_is_validat
     assert (task.tool, task.status, task.progress.events) == ("export_logs", "completed", 4)
     assert "Root cause: payments-worker v2.3.1 leaks database connections" in out.text
     assert "open_ticket: opened OPS-" in out.text
-    feedback = [m.text for m in run.snapshot().context if m.role == "user"][1]
+    users = [m.text for m in run.snapshot().context if m.role == "user"]
+    notice, feedback = users[1], users[2]  # the export told the Interaction it had ended
+    assert json.loads(notice)["type"] == "task_notification"
     assert feedback.startswith("The report must state the root cause")
 
 

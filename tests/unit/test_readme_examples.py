@@ -72,7 +72,7 @@ async def test_the_background_tool_example_moves_to_the_background_as_the_docs_s
     )
     run = await runner.start("builds", [Message.user("build app")])
     final = json.loads((await run.result(timeout=10)).text)
-    assert (final["type"], final["status"], final["attempt"]) == ("update", "completed", 1)
+    assert (final["type"], final["status"], final["attempt"]) == ("output", "completed", 1)
     assert final["data"] == {"artifact": "app.tar.gz"}
     assert [e["event_id"] for e in final["events"]] == ["step-1", "step-2", "step-3"]
 
