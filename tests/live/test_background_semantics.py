@@ -83,4 +83,6 @@ async def test_ten_thousand_progress_events_keep_the_task_history_small(
     assert final["events"][-1]["event_id"] == f"e-{stored}"  # stored in order, none twice
     history = await temporal_env.client.get_workflow_handle(task_id).fetch_history()
     print(f"task history: {len(history.events)} events; {stored} of 10,000 progress stored")
-    assert len(history.events) < 200
+    # bounded, whatever the number of progress events: the task's reports to its workflow
+    # and its batches to the tree's event stream are both rate-limited
+    assert len(history.events) < 400

@@ -73,7 +73,10 @@ async def test_a_delegates_unknown_model_call_makes_the_root_say_unknown(
         assert snap.status == "waiting"  # inspect --json: not `running`
         # the root's attribute says it too, and list --needs-attention finds it
         await eventually(lambda: scope_status(root), lambda s: s == "unknown", timeout=BOUND)
-        assert handle.id in [s.id for s in await scope.list(needs_attention=True)]
+        await eventually(
+            lambda: scope.list(needs_attention=True),
+            lambda found: handle.id in [s.id for s in found],
+        )
 
         settlement = settle_model_result(
             unknown.request, reply.text("helped"), unknown.request.messages
@@ -81,7 +84,10 @@ async def test_a_delegates_unknown_model_call_makes_the_root_say_unknown(
         await handle.resolve(unknown, settlement)
         assert (await handle.result()).text == "done"
         await eventually(lambda: scope_status(root), lambda s: s == "completed")
-        assert handle.id not in [s.id for s in await scope.list(needs_attention=True)]
+        await eventually(
+            lambda: scope.list(needs_attention=True),
+            lambda found: handle.id not in [s.id for s in found],
+        )
 
 
 async def test_a_wait_in_a_tool_call_child_makes_the_root_wait_until_answered(

@@ -41,16 +41,20 @@ async def test_ui_summaries_details_and_a_waiting_status_that_reaches_the_root(
         root = temporal_env.client.get_workflow_handle(handle.id)
         child = temporal_env.client.get_workflow_handle(f"{handle.id}/tool/1/0")
 
-        # the tree's status is computed from every process; the attribute tracks the
-        # root's own lifecycle (running / paused / completed...)
+        # the tree's status is computed from every process, and the root's attribute says
+        # what its tree needs from a person (the ToolCall child's wait reaches it)
         snap = await eventually(handle.snapshot, lambda s: s.status == "waiting")
-        desc = await root.describe()
-        assert desc.typed_search_attributes.get(DEFINITION_ATTRIBUTE) == "deployer"
-        assert desc.typed_search_attributes.get(STATUS_ATTRIBUTE) == "running"
-        await handle.pause()
-        await eventually(
-            root.describe, lambda d: d.typed_search_attributes.get(STATUS_ATTRIBUTE) == "paused"
+        desc = await eventually(
+            root.describe,
+            lambda d: d.typed_search_attributes.get(STATUS_ATTRIBUTE) == "waiting_input",
         )
+        assert desc.typed_search_attributes.get(DEFINITION_ATTRIBUTE) == "deployer"
+        # paused, the tree still needs a person first (test_live_attention pins the rest)
+        await handle.pause()
+        await eventually(handle.snapshot, lambda s: s.root.status == "paused")
+        assert (await root.describe()).typed_search_attributes.get(
+            STATUS_ATTRIBUTE
+        ) == "waiting_input"
         await handle.resume()
         assert (
             await (await child.describe()).static_summary() == 'tool approve_deploy(version="v2")'
