@@ -51,6 +51,7 @@ from scope_temporal.errors import (
     InvalidInputRequest,
     InvalidOptions,
     InvalidSignal,
+    InvalidTaskSubmission,
     InvalidToolInput,
     NoSuchWait,
     ProtocolError,
@@ -59,6 +60,7 @@ from scope_temporal.errors import (
     SignalConflict,
     TaskEnded,
     TaskNotFound,
+    TaskSubmissionConflict,
     UnknownDefinition,
 )
 from scope_temporal.ids import ToolCallRef
@@ -167,6 +169,7 @@ __all__ = [
     "InvalidInputRequest",
     "InvalidOptions",
     "InvalidSignal",
+    "InvalidTaskSubmission",
     "InvalidToolInput",
     "LiveText",
     "LocalFileMaterializer",
@@ -211,6 +214,7 @@ __all__ = [
     "TaskNotFound",
     "TaskRun",
     "TaskSnapshot",
+    "TaskSubmissionConflict",
     "TokenUsage",
     "Tool",
     "ToolBudget",

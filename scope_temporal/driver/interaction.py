@@ -30,6 +30,7 @@ from scope_temporal.driver.calls import run_delegate, run_tool_call
 from scope_temporal.driver.inputs import check_size, check_steer_room, model_settlement_for
 from scope_temporal.driver.model_calls import ModelCaller, details_line
 from scope_temporal.driver.start import changed_definition
+from scope_temporal.driver.submits import Submissions
 from scope_temporal.driver.transport import InteractionTransport
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import (
@@ -50,6 +51,7 @@ from scope_temporal.payloads import (
     ResolveInput,
     RunSettings,
     SteerInput,
+    TaskSubmitInput,
     ToolInputAnswer,
 )
 
@@ -88,6 +90,7 @@ class InteractionDriver:
         self._crash: BaseException | None = None
         self._reported_status = "running"  # what the client set at start
         self._carry_checked_until = 0  # see _can_carry
+        self._submits = Submissions(transport)
 
     # --- the run ---------------------------------------------------------------------
 
@@ -336,6 +339,13 @@ class InteractionDriver:
             f"send the answer to the ToolCall process that waits ({target!r}), as "
             "InteractionHandle.answer does, or as a signal here (it is forwarded)."
         )
+
+    def validate_submit(self, input: TaskSubmitInput) -> None:
+        self._submits.check(self.machine, input)
+
+    async def submit_update(self, input: TaskSubmitInput) -> str:
+        """Start a task the host submitted (`driver.submits`); returns its task id."""
+        return await self._submits.submit(self.machine, input, self._spawn)
 
     def pause(self) -> None:
         """Start nothing new, here and in every child; in-flight calls settle."""

@@ -39,7 +39,7 @@ from scope_temporal import errors
 from scope_temporal.chat import FinishReason, Message, Options, Response, ToolResult
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ProtocolError, ScopeError
-from scope_temporal.interaction import completion, retries, rounds, rules, turns
+from scope_temporal.interaction import completion, retries, rounds, rules, submits, turns
 from scope_temporal.interaction.effects import (
     CallModel,
     CallOutcome,
@@ -60,6 +60,7 @@ from scope_temporal.interaction.state import (
     InteractionState,
     Phase,
     SteerEnvelope,
+    SubmittedTask,
 )
 from scope_temporal.interaction.steering import check_steer, record_rejection, steer_digest
 from scope_temporal.interaction.transitions import Machine, Table, same
@@ -239,18 +240,14 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
 
     def pause(self) -> None:
         """Start nothing new until `resume`; effects in flight continue and settle."""
-
-        def change(s: InteractionState) -> None:
-            if s.phase in LIVE_PHASES:
-                s.paused = True
-
-        self._apply("pause", change)
+        self._apply("pause", lambda s: setattr(s, "paused", s.paused or s.phase in LIVE_PHASES))
 
     def resume(self) -> None:
-        def change(s: InteractionState) -> None:
-            s.paused = False
+        self._apply("resume", lambda s: setattr(s, "paused", False))
 
-        self._apply("resume", change)
+    def record_submitted(self, task: SubmittedTask) -> None:
+        """A task the host submitted has started (`submits.decide` said Launch)."""
+        self._apply("record", lambda s: submits.record(s, task))
 
     def cancel(self, reason: str = "cancelled by the host") -> None:
         """End the Interaction as canceled (the driver cancels its children)."""

@@ -98,6 +98,15 @@ class SteerEnvelope(_State):
     messages: tuple[Message, ...]
 
 
+class SubmittedTask(_State):
+    """A background task the host submitted to this Interaction (`submits`)."""
+
+    task_id: str
+    tool: str
+    arguments: str
+    """Canonical JSON (sorted keys): a resubmission with equal arguments is the same task."""
+
+
 class InteractionState(_State):
     """Everything the Interaction knows. Serialises to JSON and restores exactly."""
 
@@ -134,3 +143,5 @@ class InteractionState(_State):
     """Tokens of the model calls, and of the delegates that ended."""
     model_attempts: list[ModelAttempt] = []
     """The latest attempts that gave no response (not called, or superseded)."""
+    submitted: list[SubmittedTask] = []
+    """Background tasks the host submitted, in submission order."""

@@ -52,9 +52,6 @@ def _sleep(task_id: str, seconds: float) -> TaskRun:
     return TaskRun(work)
 
 
-
-
-
 class ChattyArgs(BaseModel):
     events: int = 10_000
 
@@ -78,4 +75,6 @@ class Chatty:
         self, task_id: str, arguments: ChattyArgs, attempt: int, run: RunHandle
     ) -> RunHandle:
         return run
+
+
 __all__ = ["Chatty", "ChattyArgs", "Flaky", "FlakyArgs"]
