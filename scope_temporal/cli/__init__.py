@@ -21,6 +21,7 @@ from scope_temporal.cli.replay_check import replay_check
 from scope_temporal.cli.resolve import resolve
 from scope_temporal.cli.run import run
 from scope_temporal.cli.steer import steer
+from scope_temporal.cli.submit import submit
 from scope_temporal.cli.worker import worker
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -48,7 +49,7 @@ def cli() -> None:
       scope-temporal run ops "..."     start an Interaction and follow it live
     \b
     Then drive and look at Interactions:
-      list, inspect, steer, answer, resolve
+      list, inspect, steer, answer, resolve, submit
     \b
     Before deploying a change:
       scope-temporal replay-check      replay recent runs against your current code
@@ -68,6 +69,7 @@ for command in (
     steer,
     answer,
     resolve,
+    submit,
     replay_check,
 ):
     cli.add_command(command)

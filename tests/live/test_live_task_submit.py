@@ -12,37 +12,25 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
-    Definition,
     InteractionNotFound,
     InvalidTaskSubmission,
-    LocalFileMaterializer,
     ModelRequest,
     Response,
-    ScriptedModel,
     TaskSubmissionConflict,
     reply,
 )
 from scope_temporal.tasks import TemporalTaskAccess
-from tests.live.background_tools import EVENTS, RELEASE, Job, Payment, follow
-from tests.live.harness import eventually, serving
+from tests.live.background_tools import EVENTS, RELEASE, follow
+from tests.live.harness import eventually
+from tests.live.test_live_background import started
 
 pytestmark = pytest.mark.live
-
-TOOLS = [Job, Payment]
 
 
 async def test_submit_task_starts_once_refuses_bad_input_and_the_interaction_is_told(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    model = ScriptedModel(plan)
-    async with serving(
-        temporal_env,
-        [Definition("bg", tools=TOOLS)],
-        tools=TOOLS,
-        models={"default": model},
-        materializer=LocalFileMaterializer(tmp_path),
-    ) as scope:
-        handle = await scope.start("bg", "go")
+    async with started(temporal_env, tmp_path, plan) as (handle, model):
         held = f"{handle.id}/task/1/0"
         await eventually(lambda: _events(held), lambda e: "run" in e, timeout=30)
 
@@ -57,7 +45,7 @@ async def test_submit_task_starts_once_refuses_bad_input_and_the_interaction_is_
             await handle.submit_task("payment", {"to": ""}, key="k3")
         with pytest.raises(InvalidTaskSubmission, match="refused the arguments"):
             await handle.submit_task("job", {"steps": "many"}, key="k4")
-        access = TemporalTaskAccess(scope.client)
+        access = TemporalTaskAccess(handle.scope.client)
         for refused in ("k2", "k3", "k4"):
             assert await access.snapshot(f"{handle.id}/task/submit/{refused}") is None
 
