@@ -22,6 +22,8 @@ TASK_ATTEMPT_ACTIVITY = "scope.task.attempt"
 STEER = "scope.steer"
 TOOL_INPUT = "scope.tool_input"
 RESOLVE = "scope.resolve"
+ATTENTION = "scope.attention"
+"""Signal a child Process sends its parent Interaction: what it needs from a person now."""
 PAUSE = "scope.pause"
 RESUME = "scope.resume"
 TASK_CANCEL = "scope.task.cancel"
@@ -44,5 +46,6 @@ DEFAULT_TASK_QUEUE = "scope"
 DEFINITION_ATTRIBUTE = SearchAttributeKey.for_keyword("ScopeDefinition")
 """Search attribute: the Definition an Interaction runs."""
 STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("ScopeStatus")
-"""Search attribute: running | waiting | paused | completed | failed | canceled."""
+"""Search attribute: an Interaction's status for people, for its whole tree: running |
+waiting_input | unknown | paused | completed | failed | canceled."""
 SEARCH_ATTRIBUTES = (DEFINITION_ATTRIBUTE, STATUS_ATTRIBUTE)

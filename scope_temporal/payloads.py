@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import ContextRef
 from scope_temporal.interaction.approvals import ApprovalGate
+from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.task_values import AttemptPlan
@@ -37,6 +38,10 @@ class RunSettings(_Payload):
     """The largest payload the Interaction creates or accepts (the worker's limit)."""
     delegates: tuple[str, ...] = ()
     """The delegate Definitions the worker served, of those the Definition delegates to."""
+    attention: bool = False
+    """The run shows who needs a person (`interaction.attention`): its children report to
+    it, and its `ScopeStatus` says `waiting_input` / `unknown` for the whole tree. False
+    in histories recorded before: those runs replay as they ran (lifecycle only)."""
 
 
 class InteractionInput(_Payload):
@@ -67,6 +72,14 @@ class InteractionInput(_Payload):
     model call sent (the next call refers to them instead of sending them again)."""
     settings: RunSettings | None = None
     """Carried by continue-as-new: the settings the first run recorded."""
+    report_to: str | None = None
+    """The Interaction to tell what this one needs from a person (a Delegate's parent)."""
+    reports: tuple[AttentionReport, ...] = ()
+    """Carried by continue-as-new: what the background tasks last reported."""
+    told: AttentionReport | None = None
+    """Carried by continue-as-new: the last report sent to `report_to`."""
+    scope_status: ScopeStatus | None = None
+    """Carried by continue-as-new: the ScopeStatus last recorded."""
 
 
 class ToolCallInput(_Payload):
@@ -86,6 +99,11 @@ class ToolCallInput(_Payload):
     payload_limit: int | None = None
     """The Interaction's recorded payload limit (None in histories from before it was
     passed down: the serving worker's limit then applies)."""
+    report_to: str | None = None
+    """The Interaction to tell when the call waits for a person or holds an unknown."""
+    task_queue: str | None = None
+    """The task queue of the workers that run the tool's body (`@tool(task_queue=...)`),
+    fixed when the call starts; None: the Interaction's own."""
 
 
 class ModelActivityInput(_Payload):
@@ -210,6 +228,8 @@ class TaskInput(_Payload):
     """The Interaction whose call launched it."""
     definition: str
     """That Interaction's Definition."""
+    report_to: str | None = None
+    """The Interaction to tell when the task waits for an answer, and when no longer."""
 
 
 class TaskAttemptInput(_Payload):

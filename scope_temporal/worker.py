@@ -9,12 +9,13 @@ know it exists.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal, get_args
 
 from temporalio.client import Client
 from temporalio.converter import StorageDriver
@@ -39,6 +40,7 @@ from scope_temporal.payload_limits import (
     OFFLOADED_PAYLOAD_LIMIT_BYTES,
 )
 from scope_temporal.registry import Registry
+from scope_temporal.routing import routed_tools, unserved_queues, unserved_warning
 from scope_temporal.telemetry.install import worker_telemetry
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
@@ -47,6 +49,13 @@ from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
 from scope_temporal.workflows.serving import RegistryInterceptor
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
+
+WorkerRole = Literal["all", "workflows", "activities"]
+"""What a worker runs: everything, only workflows (the Interactions, their ToolCall
+children and background tasks, no model or tool call), or only activities (model
+calls, tool bodies, background attempts; e.g. a tool pool on its own task queue)."""
+
+_log = logging.getLogger(__name__)
 
 DEFAULT_TASK_OUTPUT = Path(".scope/task-output")
 """Where the default `LocalFileMaterializer` keeps background tasks' progress."""
@@ -99,6 +108,11 @@ class ScopeWorker:
             it, so a changed Definition never reaches a running Interaction; new ones run
             on the version made current (`scope_temporal.versioning`, docs/deploy.md).
         build_id: the build this worker runs (e.g. the release's git commit).
+        role: `all` (default), `workflows` or `activities` (see `WorkerRole`). Every
+            role checks the same bindings: a pool running tool bodies serves the same
+            Definitions, so the digest and authority checks are the same as anywhere.
+            A tool declared with `@tool(task_queue=...)` runs only on the workers of that
+            queue: start one with role `activities` (or `all`) there.
 
     A worker serving a Definition that binds background tools also serves their task
     tools (`task_status`, `task_output`, `task_cancel`); with a handoff tool it polls a
@@ -107,7 +121,8 @@ class ScopeWorker:
     Raises:
         DefinitionError: a Definition binds a tool, model or delegate Definition that is not
             registered here.
-        ConfigurationError: only one of `deployment` and `build_id`, or a deployment name
+        ConfigurationError: an unknown `role`; only one of `deployment` and `build_id`, or
+            a deployment name
             with a `.`; `tracing=True` without OpenTelemetry installed or without a
             replay-safe global tracer provider.
     """
@@ -131,8 +146,15 @@ class ScopeWorker:
         metrics: bool = False,
         deployment: str | None = None,
         build_id: str | None = None,
+        role: WorkerRole = "all",
         **worker_options: Any,
     ) -> None:
+        if role not in get_args(WorkerRole):
+            raise ConfigurationError(
+                f"Unknown worker role {role!r}: use 'all' (the default), 'workflows' or "
+                "'activities'."
+            )
+        self.role: WorkerRole = role
         versioning = pinned_deployment(deployment, build_id)
         if versioning is not None:
             if "deployment_config" in worker_options:
@@ -176,22 +198,29 @@ class ScopeWorker:
             observers=self._observers,
             background=runtime,
         )
+        remote = [activities.model, activities.tool, tasks.attempt]
+        if role == "activities":
+            served: dict[str, Any] = {"activities": remote}
+        else:
+            served = {
+                "workflows": [InteractionWorkflow, ToolCallWorkflow, BackgroundTaskWorkflow],
+                # the run's settings are recorded by a local activity: on workflow workers
+                "activities": [
+                    *(remote if role == "all" else []),
+                    activities.record_digest,
+                ],
+                # A non-determinism error (e.g. code changed under a running Interaction)
+                # fails the workflow instead of retrying its task forever. Set on the
+                # worker, not on the workflow classes, so a Replayer still reports it.
+                "workflow_failure_exception_types": [NondeterminismError],
+                "sticky_queue_schedule_to_start_timeout": sticky_queue_schedule_to_start_timeout,
+                "no_remote_activities": role == "workflows",
+            }
         self.worker = Worker(
             self.client,
             task_queue=task_queue,
-            workflows=[InteractionWorkflow, ToolCallWorkflow, BackgroundTaskWorkflow],
-            activities=[
-                activities.model,
-                activities.tool,
-                activities.record_digest,
-                tasks.attempt,
-            ],
-            sticky_queue_schedule_to_start_timeout=sticky_queue_schedule_to_start_timeout,
-            # A non-determinism error (e.g. code changed under a running Interaction) fails
-            # the workflow instead of retrying its task forever. Set on the worker, not on
-            # the workflow classes, so a Replayer still reports it as a replay failure.
-            workflow_failure_exception_types=[NondeterminismError],
             interceptors=[RegistryInterceptor(self.registry), *interceptors],
+            **served,
             **{
                 # streamed model text reaches hosts as heartbeat details: send them often
                 # (periodic heartbeats stay at a third of the heartbeat timeout)
@@ -201,9 +230,14 @@ class ScopeWorker:
         )
         self._adopter = (
             None
-            if adopt_queue is None
+            if adopt_queue is None or role == "workflows"
             else Worker(self.client, task_queue=adopt_queue, activities=[tasks.attempt])
         )
+        self.tool_queues = routed_tools(definitions, task_queue)
+        """The other task queues this worker's Definitions route tools to: queue -> tools."""
+        self.warnings: list[str] = []
+        """What the worker found wrong when it started (e.g. a tool queue nobody serves);
+        each is logged too."""
 
     @property
     def observer_failures(self) -> list[ObserverFailure]:
@@ -230,7 +264,17 @@ class ScopeWorker:
     async def __aenter__(self) -> ScopeWorker:
         for worker in self._workers:
             await worker.__aenter__()
+        await self._check_tool_queues()
         return self
+
+    async def _check_tool_queues(self) -> None:
+        """Warn about the tool queues nobody serves (a worker that runs Interactions)."""
+        if self.role == "activities" or not self.tool_queues:
+            return
+        for queue, tools in (await unserved_queues(self.client, self.tool_queues)).items():
+            warning = unserved_warning(queue, tools)
+            self.warnings.append(warning)
+            _log.warning(warning)
 
     async def __aexit__(
         self,
@@ -287,4 +331,4 @@ def _check_bindings(
         )
 
 
-__all__ = ["ScopeWorker"]
+__all__ = ["ScopeWorker", "WorkerRole"]

@@ -20,6 +20,7 @@ from scope_temporal.cli.listing import list_command
 from scope_temporal.cli.replay_check import replay_check
 from scope_temporal.cli.resolve import resolve
 from scope_temporal.cli.run import run
+from scope_temporal.cli.setup import setup
 from scope_temporal.cli.steer import steer
 from scope_temporal.cli.submit import submit
 from scope_temporal.cli.worker import worker
@@ -53,6 +54,9 @@ def cli() -> None:
     \b
     Before deploying a change:
       scope-temporal replay-check      replay recent runs against your current code
+    \b
+    On a cluster, once per namespace:
+      scope-temporal setup             register the search attributes the UI and list use
 
     Connection options read TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, SCOPE_TASK_QUEUE (and
     TEMPORAL_API_KEY, TEMPORAL_TLS_CERT/KEY/CA for a secured cluster).
@@ -71,6 +75,7 @@ for command in (
     resolve,
     submit,
     replay_check,
+    setup,
 ):
     cli.add_command(command)
 

@@ -12,7 +12,6 @@ import asyncio
 import functools
 import os
 import signal
-import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,16 +19,15 @@ from typing import Any, TypeVar
 
 import click
 from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.runtime import Runtime
-from temporalio.service import RPCError, TLSConfig
+from temporalio.service import TLSConfig
 
 from scope_temporal.cli._converter import DECODE_HINT, is_decode_failure, load_data_converter
 from scope_temporal.client import ScopeClient
 from scope_temporal.names import DEFAULT_TASK_QUEUE
+from scope_temporal.routing import has_pollers
 
 T = TypeVar("T")
 
@@ -240,20 +238,7 @@ async def wait_for_stop() -> None:
 
 async def has_worker(client: Client, task_queue: str) -> bool | None:
     """Whether a worker polled `task_queue` recently; None when the server cannot tell."""
-    try:
-        response = await client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=client.namespace,
-                task_queue=TaskQueue(name=task_queue),
-                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-            )
-        )
-    except RPCError:
-        return None
-    # the server lists a worker for minutes after it stopped; a live one polls again at
-    # least every minute (long polls), so only recent pollers count
-    now = time.time()
-    return any(now - p.last_access_time.ToSeconds() < 75 for p in response.pollers)
+    return await has_pollers(client, task_queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
 
 
 __all__ = [

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scope_temporal.chat import Message, ToolCall
+from scope_temporal.interaction.attention import NEEDS_A_PERSON
 from scope_temporal.interaction.snapshot import (
     ModelAttempt,
     PendingToolInput,
@@ -229,8 +230,11 @@ def render_tree(tree: TreeSnapshot, extra: Sequence[str] = ()) -> list[str]:
         extra: connection options appended to the commands shown.
     """
     root = tree.root
+    # a person is needed: say for what, in the words of the ScopeStatus search attribute
+    needs = tree.scope_status
+    status = needs if needs in NEEDS_A_PERSON else tree.status
     head = (
-        f"{root.process_id} · {root.definition} · {tree.status} · {root.model_calls} model call(s)"
+        f"{root.process_id} · {root.definition} · {status} · {root.model_calls} model call(s)"
         + (f" · {tree.usage}" if tree.usage.models else "")
     )
     text = _TreeText(tree, tuple(extra))

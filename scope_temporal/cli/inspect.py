@@ -43,6 +43,7 @@ async def _inspect(interaction_id: str, as_json: bool, connection: Connection) -
     if as_json:
         data = tree.model_dump(mode="json")
         data["status"] = tree.status
+        data["scope_status"] = tree.scope_status  # what a person is needed for, tree-wide
         data["usage"] = tree.usage.model_dump(mode="json")  # the whole tree's tokens
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:

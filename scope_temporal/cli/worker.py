@@ -11,7 +11,7 @@ from scope_temporal.cli._app import App, app_option, load_app
 from scope_temporal.cli._connect import Connection, connection_options, run_async, wait_for_stop
 from scope_temporal.errors import ConfigurationError
 from scope_temporal.versioning import pinned_deployment
-from scope_temporal.worker import ScopeWorker
+from scope_temporal.worker import ScopeWorker, WorkerRole
 
 
 @click.command(short_help="Serve agents (an app's Definitions, tools, models) on a task queue.")
@@ -52,6 +52,17 @@ from scope_temporal.worker import ScopeWorker
     help="Serve Prometheus metrics (Temporal's and scope_*) at http://HOST:PORT/metrics, "
     "e.g. 0.0.0.0:9464 [env SCOPE_METRICS].",
 )
+@click.option(
+    "--role",
+    type=click.Choice(["all", "workflows", "activities"]),
+    envvar="SCOPE_WORKER_ROLE",
+    default="all",
+    show_default=True,
+    help="What this worker runs: everything; only the workflows (Interactions, ToolCalls, "
+    "background tasks); or only activities (model calls, tool bodies), e.g. a tool pool "
+    "on the task queue its tools are routed to with @tool(task_queue=...) "
+    "[env SCOPE_WORKER_ROLE].",
+)
 @connection_options
 def worker(
     app_module: str | None,
@@ -59,12 +70,15 @@ def worker(
     build_id: str | None,
     otel: bool,
     metrics_address: str | None,
+    role: WorkerRole,
     connection: Connection,
 ) -> int:
     """Serve agents: run a worker for an app on a task queue until Ctrl-C.
 
     Start as many workers as you like on one task queue, on as many machines: Temporal
-    spreads the model and tool calls among them.
+    spreads the model and tool calls among them. Split them by role if you like: workers
+    that run only the workflows, pools that run only the model and tool calls, and a
+    pool of its own for tools routed to another task queue (@tool(task_queue="gpu")).
 
     With --deployment and --build-id the worker joins that Worker Deployment Version:
     each Interaction runs to its end on the build that started it (pinned), and new ones
@@ -77,6 +91,7 @@ def worker(
       TEMPORAL_ADDRESS=temporal.internal:7233 scope-temporal worker --task-queue agents
       scope-temporal worker --app myproject.agents --deployment agents --build-id 2f9c1e0
       scope-temporal worker --otel --metrics 0.0.0.0:9464 # traces by OTLP, Prometheus
+      scope-temporal worker --role activities --task-queue gpu   # a pool for routed tools
     """
     try:
         pinned_deployment(deployment, build_id)
@@ -95,6 +110,7 @@ def worker(
             build_id=build_id,
             runtime=runtime,
             tracing=otel,
+            role=role,
         )
     )
 
@@ -107,6 +123,7 @@ async def serve(
     build_id: str | None = None,
     runtime: Runtime | None = None,
     tracing: bool = False,
+    role: WorkerRole = "all",
 ) -> int:
     """Serve `app` until stopped; with `runtime` (see `prometheus_runtime`), with metrics."""
     client = await connection.client(runtime=runtime)
@@ -120,14 +137,20 @@ async def serve(
         build_id=build_id,
         tracing=tracing,
         metrics=runtime is not None,
+        role=role,
     )
     async with scope_worker:
         names = ", ".join(d.name for d in app.definitions)
+        runs = "" if role == "all" else f" ({role} only)"
         click.echo(
             f"worker serving {names} from {app.module} on task queue "
-            f"{connection.task_queue!r} at {connection.address} "
+            f"{connection.task_queue!r}{runs} at {connection.address} "
             f"(namespace {connection.namespace})"
         )
+        for queue, tools in scope_worker.tool_queues.items():
+            click.echo(f"  tools on task queue {queue!r}: {', '.join(tools)}")
+        for warning in scope_worker.warnings:
+            click.echo(f"warning: {warning}", err=True)
         for line in app.model_lines():
             click.echo(f"  model {line}")
         if deployment is not None:

@@ -19,6 +19,7 @@ from scope_temporal.chat import Message, Options, options_problem
 from scope_temporal.client.handle import InteractionHandle
 from scope_temporal.converter import with_scope_converter
 from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.attention import NEEDS_A_PERSON
 from scope_temporal.payload_limits import SERVER_BLOB_LIMIT_BYTES, size_of, too_large
 from scope_temporal.payloads import InteractionInput
 
@@ -34,6 +35,10 @@ class InteractionSummary(BaseModel):
     start_time: str
     definition: str | None = None
     """From the ScopeDefinition search attribute (None where it is not registered)."""
+    scope_status: str | None = None
+    """From the ScopeStatus search attribute: its status for people, for its whole tree
+    (`running`, `waiting_input`, `unknown`, `paused`, `completed`, `failed`,
+    `canceled`); None where the attribute is not registered."""
 
 
 class ScopeClient:
@@ -186,20 +191,44 @@ class ScopeClient:
         """A handle on an existing Interaction (no call is made)."""
         return InteractionHandle(self, id)
 
-    async def list(self, *, query: str | None = None, limit: int = 20) -> list[InteractionSummary]:
-        """The most recent root Interactions (optionally filtered by a visibility query)."""
-        base = f"WorkflowType = '{names.INTERACTION_WORKFLOW}' AND ParentWorkflowId IS NULL"
+    async def list(
+        self, *, query: str | None = None, limit: int = 20, needs_attention: bool = False
+    ) -> list[InteractionSummary]:
+        """The most recent root Interactions (optionally filtered by a visibility query).
+
+        Args:
+            query: a visibility query ANDed to the filter, e.g. `"ScopeDefinition = 'ops'"`.
+            limit: at most this many.
+            needs_attention: only the runs that cannot go on until a person acts: their
+                ScopeStatus is `waiting_input` or `unknown` (anywhere in their tree).
+
+        Raises:
+            ConfigurationError: `needs_attention` on a server without the ScopeStatus
+                search attribute (run `scope-temporal setup`); nothing was listed.
+        """
+        clauses = [f"WorkflowType = '{names.INTERACTION_WORKFLOW}'", "ParentWorkflowId IS NULL"]
+        if needs_attention:
+            if not await self._tracks_status():
+                raise errors.ConfigurationError(
+                    f"Namespace {self.client.namespace!r} has no ScopeStatus search "
+                    "attribute, so no run can be found by what it needs. Register it with "
+                    "`scope-temporal setup` (runs started afterwards are tracked)."
+                )
+            needing = ", ".join(f"'{s}'" for s in NEEDS_A_PERSON)
+            clauses.append(f"{names.STATUS_ATTRIBUTE.name} IN ({needing})")
+        if query:
+            clauses.append(f"({query})")
         found: list[InteractionSummary] = []
-        async for execution in self.client.list_workflows(
-            f"{base} AND ({query})" if query else base, limit=limit
-        ):
+        async for execution in self.client.list_workflows(" AND ".join(clauses), limit=limit):
+            attributes = execution.typed_search_attributes
             found.append(
                 InteractionSummary(
                     id=execution.id,
                     workflow_type=execution.workflow_type,
                     status=execution.status.name.lower() if execution.status else "unknown",
                     start_time=execution.start_time.isoformat(),
-                    definition=execution.typed_search_attributes.get(names.DEFINITION_ATTRIBUTE),
+                    definition=attributes.get(names.DEFINITION_ATTRIBUTE),
+                    scope_status=attributes.get(names.STATUS_ATTRIBUTE),
                 )
             )
         return found

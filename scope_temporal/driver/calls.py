@@ -79,6 +79,8 @@ async def attempt_tool(
     *,
     start_to_close: timedelta,
     heartbeat: timedelta | None,
+    report_to: str | None = None,
+    task_queue: str | None = None,
 ) -> ToolOutcome:
     """Enter the tool body once (never retried).
 
@@ -86,7 +88,9 @@ async def attempt_tool(
     `Unknown`; a call that moved to the background starts its task and settles with the
     `launch_result`. A task that cannot start leaves the call unknown: its run may be
     going on (held for a handoff, or a recoverable operation), and only the host can say
-    what became of it.
+    what became of it. A task started tells `report_to` when it waits for an answer.
+    `task_queue`: the pool that runs the body (None: the Interaction's own); an attempt
+    no worker of it picks up within `start_to_close` is unknown, never run elsewhere.
 
     Raises:
         asyncio.CancelledError: the process itself is being cancelled; nobody will
@@ -97,6 +101,7 @@ async def attempt_tool(
         ToolActivityInput(attempt=attempt, heartbeat=heartbeat),
         start_to_close=start_to_close,
         summary=summary if attempt.entry == 1 else f"{summary} #{attempt.entry}",
+        task_queue=task_queue,
     )
     if isinstance(outcome, Lost):
         return Unknown(code=errors.TOOL_EXECUTION_FAILED, diagnostic=outcome.diagnostic)
@@ -109,6 +114,7 @@ async def attempt_tool(
             ref=request.ref,
             parent_id=request.parent_id,
             definition=request.definition,
+            report_to=report_to,
         ),
         summary=call_summary("task", request.call),
     )
@@ -122,7 +128,7 @@ async def attempt_tool(
 
 
 def tool_call_input(
-    machine: InteractionMachine, effect: StartToolCall, limit: int
+    machine: InteractionMachine, effect: StartToolCall, limit: int, report_to: str | None = None
 ) -> ToolCallInput:
     definition, request = machine.definition, effect.request
     spec = definition.tools.get(request.call.name)
@@ -133,6 +139,8 @@ def tool_call_input(
         heartbeat=definition.tool_heartbeat_timeout,
         payload_limit=limit,
         approval=effect.approval,
+        report_to=report_to,
+        task_queue=spec.task_queue if spec is not None else None,
     )
 
 
@@ -142,14 +150,17 @@ async def run_tool_call(
     transport: InteractionTransport,
     children: set[str],
     limit: int,
+    report_to: str | None = None,
 ) -> None:
     """Run one tool call to its settlement (see the module docstring for the mapping).
 
     `children` holds the ids of this Interaction's running child processes (signals are
     forwarded to them); a promoted or started Tool call child is in it while it runs.
+    `report_to`: the Interaction the call (and a task it starts) tells what it needs
+    from a person.
     """
     request = effect.request
-    payload = tool_call_input(machine, effect, limit)
+    payload = tool_call_input(machine, effect, limit, report_to)
     refused = oversized(
         payload,
         f"The input of tool call {request.call.name!r} ({request.ref})",
@@ -163,7 +174,12 @@ async def run_tool_call(
         first = ToolCallMachine.start(request).next_attempt()
         assert first is not None  # a new call is always ready for its first entry
         outcome = await attempt_tool(
-            transport, first, start_to_close=payload.start_to_close, heartbeat=payload.heartbeat
+            transport,
+            first,
+            start_to_close=payload.start_to_close,
+            heartbeat=payload.heartbeat,
+            report_to=report_to,
+            task_queue=payload.task_queue,
         )
         if not isinstance(outcome, InputRequired | Unknown):
             if not machine.done:
@@ -206,10 +222,12 @@ async def run_delegate(
     *,
     served: tuple[str, ...],
     track_status: bool,
+    report_to: str | None = None,
 ) -> None:
     """Run one delegate as a child Interaction; a refused start is model-visible.
 
     `served`: the delegate Definitions the Interaction recorded as served when it started.
+    `report_to`: the Interaction the child tells what its tree needs from a person.
     """
     if effect.definition not in served:
         machine.on_call(
@@ -232,6 +250,7 @@ async def run_delegate(
                 max_model_calls=effect.max_model_calls,
                 capabilities=effect.capabilities,
                 track_status=track_status,
+                report_to=report_to,
             ),
             process_id=effect.process_id,
             summary=f"delegate {effect.delegate} -> {effect.definition}",

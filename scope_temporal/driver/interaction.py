@@ -26,13 +26,15 @@ from collections.abc import Callable, Coroutine
 from typing import Any, assert_never
 
 from scope_temporal import errors, names
+from scope_temporal.driver.attention import Teller, TreeStatus
 from scope_temporal.driver.calls import run_delegate, run_tool_call
 from scope_temporal.driver.inputs import check_size, check_steer_room, model_settlement_for
-from scope_temporal.driver.model_calls import ModelCaller, details_line
+from scope_temporal.driver.model_calls import ModelCaller
 from scope_temporal.driver.start import changed_definition
 from scope_temporal.driver.submits import Submissions
 from scope_temporal.driver.transport import InteractionTransport
 from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.attention import NEEDS_A_PERSON, AttentionReport
 from scope_temporal.interaction.effects import (
     CallModel,
     StartDelegate,
@@ -51,7 +53,6 @@ from scope_temporal.payloads import (
     ResolveInput,
     RunSettings,
     SteerInput,
-    TaskSubmitInput,
     ToolInputAnswer,
 )
 
@@ -88,9 +89,18 @@ class InteractionDriver:
         self._tasks: list[asyncio.Task[None]] = []
         self._dirty = False
         self._crash: BaseException | None = None
-        self._reported_status = "running"  # what the client set at start
         self._carry_checked_until = 0  # see _can_carry
-        self._submits = Submissions(transport)
+        self.submissions = Submissions(machine, transport, self._spawn)  # driver.submits
+        self.status = TreeStatus(
+            machine,
+            transport,
+            lambda: self._children | set(machine.tasks_to_cancel),
+            carried=input.reports,
+            recorded=input.scope_status,
+            track=input.track_status,
+            teller=Teller(input.report_to, input.told),
+        )
+        """Its status for people, for its tree (see `driver.attention`)."""
 
     # --- the run ---------------------------------------------------------------------
 
@@ -107,6 +117,7 @@ class InteractionDriver:
         if changed is not None:
             return changed
         self._settings = recorded
+        self.status.on = recorded.attention
         held, self._held = self._held, []
         for deliver in held:
             deliver()
@@ -124,7 +135,8 @@ class InteractionDriver:
             await self._drive()
         except asyncio.CancelledError:
             machine.cancel()
-            self._track()
+            self.status.update()
+            self.status.show()
             for task in self._tasks:
                 task.cancel()
             await asyncio.gather(*(self._transport.cancel_task(t) for t in machine.tasks_to_cancel))
@@ -144,7 +156,8 @@ class InteractionDriver:
                     await transport.continue_as_new(self._carried())
             for effect in machine.next_effects():
                 self._start(effect)
-            self._track()
+            self.status.update()  # next_effects may have ended it (a quota)
+            self.status.show()
             if self._crash is not None and not machine.done:
                 raise self._crash  # a bug outside the machine (a machine fails closed)
             if machine.done:
@@ -156,13 +169,17 @@ class InteractionDriver:
 
     def _start(self, effect: CallModel | StartToolCall | StartDelegate | WaitRetry) -> None:
         machine, transport = self.machine, self._transport
+        # children of a run that shows who needs a person tell it
+        report_to = machine.process_id if self.status.on else None
         match effect:
             case CallModel():
                 self._spawn(self._models.call(machine, effect, transport, self.limit))
             case WaitRetry():
                 self._spawn(self._models.wait(machine, effect, transport))
             case StartToolCall():
-                self._spawn(run_tool_call(machine, effect, transport, self._children, self.limit))
+                self._spawn(
+                    run_tool_call(machine, effect, transport, self._children, self.limit, report_to)
+                )
             case StartDelegate():
                 settings = self._settings
                 self._spawn(
@@ -173,6 +190,7 @@ class InteractionDriver:
                         self._children,
                         served=settings.delegates if settings is not None else (),
                         track_status=self._input.track_status,
+                        report_to=report_to,
                     )
                 )
             case _:
@@ -187,6 +205,10 @@ class InteractionDriver:
             state=self.machine.state,
             context_sent=self._models.context_sent,
             settings=self._settings,
+            report_to=self._input.report_to,
+            reports=self.status.carried(),
+            told=self.status.teller.told,
+            scope_status=self.status.recorded if self.status.on else None,
         )
 
     def _can_carry(self) -> bool:
@@ -223,26 +245,7 @@ class InteractionDriver:
 
     def _touch(self) -> None:
         self._dirty = True
-        self._transport.changed()
-
-    def _track(self) -> None:
-        """Show the live status; keep the searchable status current.
-
-        The searchable status changes only on pause/resume (signals) and at the end. An
-        unknown effect shows as `waiting` in the details but not there: an update that
-        settles it may be applied before or after the activity's failure in the same
-        workflow task on replay, so no command may depend on that moment.
-        """
-        machine = self.machine
-        status = machine.status
-        self._transport.show(details_line(machine))
-        if status == "waiting":
-            status = "running"
-        if status == self._reported_status:
-            return
-        self._reported_status = status
-        if self._input.track_status:
-            self._transport.record_status(machine.definition.name, status)
+        self._transport.changed()  # the drive loop records and tells (driver.attention)
 
     # --- the host's inputs -----------------------------------------------------------
 
@@ -340,13 +343,6 @@ class InteractionDriver:
             "InteractionHandle.answer does, or as a signal here (it is forwarded)."
         )
 
-    def validate_submit(self, input: TaskSubmitInput) -> None:
-        self._submits.check(self.machine, input)
-
-    async def submit_update(self, input: TaskSubmitInput) -> str:
-        """Start a task the host submitted (`driver.submits`); returns its task id."""
-        return await self._submits.submit(self.machine, input, self._spawn)
-
     def pause(self) -> None:
         """Start nothing new, here and in every child; in-flight calls settle."""
         self.machine.pause()
@@ -379,11 +375,22 @@ class InteractionDriver:
 
     # --- reading ---------------------------------------------------------------------
 
+    def attention_signal(self, report: AttentionReport) -> None:
+        """A child's report of what it needs from a person (signal `scope.attention`)."""
+        if self._hold(lambda: self.attention_signal(report)):
+            return
+        if self.status.heard(report):
+            self._touch()
+
     def snapshot(self) -> ProcessSnapshot:
         snap = self.machine.snapshot()
         # calls running as attempts of this Interaction are not child processes
         children = tuple(c for c in snap.active_children if c in self._children)
-        return snap.model_copy(update={"active_children": children})
+        people = self.status.current()
+        status = "waiting" if snap.status == "running" and people in NEEDS_A_PERSON else snap.status
+        return snap.model_copy(
+            update={"active_children": children, "scope_status": people, "status": status}
+        )
 
     def context_page(self, query: ContextPageRequest) -> ContextPage:
         """Messages of the latest model call, for a worker whose cache missed them."""

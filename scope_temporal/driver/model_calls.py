@@ -38,16 +38,20 @@ def retry_summary(wait: WaitRetry) -> str:
     return f"model #{wait.model_call_seq} · retry {wait.retry} after {wait.reason}"
 
 
-def details_line(machine: InteractionMachine) -> str:
-    """The live one-line status (the Temporal UI's current details)."""
-    status = machine.status
-    note = ""
-    if status == "waiting":
+def details_line(machine: InteractionMachine, status: str = "", needs: str = "") -> str:
+    """The live one-line status (the Temporal UI's current details): `status` (default
+    the machine's), then `needs`, what a person is needed for, if anything."""
+    status = status or machine.status
+    if needs:
+        note = needs
+    elif machine.status == "waiting":
         note = " · waiting: the model call's outcome is unknown; resolve it"
     elif machine.retry_reason is not None:
         note = f" · model call not run ({machine.retry_reason}); retrying after a wait"
     elif machine.active_children:
         note = f" · running {len(machine.active_children)} call(s)"
+    else:
+        note = ""
     limit = machine.max_model_calls
     usage = machine.usage
     tokens = f" · tokens {usage.total_tokens:,}" if usage.models else ""

@@ -46,14 +46,18 @@ def open_machine(
         return Failure.of(error.code, error.message)
 
 
-def settings_of(definition: Definition, registry: Registry) -> RunSettings:
-    """The settings a new run of `definition` records, served by `registry`."""
+def settings_of(
+    definition: Definition, registry: Registry, *, attention: bool = True
+) -> RunSettings:
+    """The settings a new run of `definition` records, served by `registry`; `attention`:
+    the run's status for people covers its tree (see `driver.attention`)."""
     return RunSettings(
         digest=definition.digest,
         payload_limit=registry.payload_limit,
         delegates=tuple(
             d.definition for d in definition.delegates if registry.lookup(d.definition)
         ),
+        attention=attention,
     )
 
 

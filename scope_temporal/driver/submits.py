@@ -32,14 +32,17 @@ Spawn = Callable[[Coroutine[Any, Any, None]], None]
 class Submissions:
     """The host's task submissions to one Interaction run."""
 
-    def __init__(self, transport: InteractionTransport) -> None:
+    def __init__(
+        self, machine: InteractionMachine, transport: InteractionTransport, spawn: Spawn
+    ) -> None:
+        self._machine = machine
         self._transport = transport
+        self._spawn = spawn
         self._in_flight: set[str] = set()
 
-    def check(
-        self, machine: InteractionMachine, input: TaskSubmitInput
-    ) -> submits.Existing | submits.Launch:
+    def check(self, input: TaskSubmitInput) -> submits.Existing | submits.Launch:
         """What `input` would do; raises the typed refusal (see `interaction.submits`)."""
+        machine = self._machine
         if input.key in self._in_flight:
             raise InvalidTaskSubmission(
                 f"task key {input.key!r} is being submitted right now; send it again once "
@@ -54,9 +57,7 @@ class Submissions:
             ended=machine.done,
         )
 
-    async def submit(
-        self, machine: InteractionMachine, input: TaskSubmitInput, spawn: Spawn
-    ) -> str:
+    async def submit(self, input: TaskSubmitInput) -> str:
         """Start the submitted task (or find it); returns its task id.
 
         Raises:
@@ -64,23 +65,22 @@ class Submissions:
             ScopeError: the validation attempt was lost or the task could not start
                 (`interaction.protocol.invalid`): nothing recorded; send it again.
         """
-        decision = self.check(machine, input)
+        decision = self.check(input)
         if isinstance(decision, submits.Existing):
             return decision.task_id
         self._in_flight.add(input.key)
         done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        spawn(self._launch(machine, decision, input.key, done))
+        self._spawn(self._launch(decision, input.key, done))
         return await done
 
     async def _launch(
         self,
-        machine: InteractionMachine,
         launch: submits.Launch,
         key: str,
         done: asyncio.Future[str],
     ) -> None:
         try:
-            done.set_result(await self._start(machine, launch))
+            done.set_result(await self._start(launch))
         except ScopeError as error:
             done.set_exception(error)
         except asyncio.CancelledError:
@@ -91,7 +91,8 @@ class Submissions:
         finally:
             self._in_flight.discard(key)
 
-    async def _start(self, machine: InteractionMachine, launch: submits.Launch) -> str:
+    async def _start(self, launch: submits.Launch) -> str:
+        machine = self._machine
         payload = tool_call_input(machine, StartToolCall(request=launch.request), 0)
         outcome = await attempt_tool(
             self._transport,

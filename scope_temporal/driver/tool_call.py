@@ -14,11 +14,13 @@ import asyncio
 import contextlib
 
 from scope_temporal import errors
+from scope_temporal.driver.attention import Teller
 from scope_temporal.driver.calls import attempt_tool
 from scope_temporal.driver.inputs import check_size, settlement_for
 from scope_temporal.driver.transport import ToolCallTransport
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction import approvals
+from scope_temporal.interaction.attention import Attention, scope_status
 from scope_temporal.interaction.effects import CallSettled, ToolSettlement
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
 from scope_temporal.interaction.tool_call import ToolCallMachine
@@ -49,6 +51,8 @@ class ToolCallDriver:
         self._input = input
         self._transport = transport
         self._limit = input.payload_limit if input.payload_limit is not None else limit
+        self._teller = Teller(input.report_to)
+        self._untold = False  # a change the Interaction has not been told about yet
 
     async def run(self) -> CallSettled | Failure:
         """Run attempts until the call is settled: its settlement, or the failure of a
@@ -63,6 +67,8 @@ class ToolCallDriver:
         def ended() -> bool:
             return machine.outcome is not None or machine.failure is not None
 
+        self._tell()  # promoted with its first outcome, or waiting for approval
+        telling = asyncio.ensure_future(self._telling())
         try:
             while not ended():
                 attempt = machine.next_attempt()
@@ -77,20 +83,49 @@ class ToolCallDriver:
                     attempt,
                     start_to_close=input.start_to_close,
                     heartbeat=input.heartbeat,
+                    report_to=input.report_to,
+                    task_queue=input.task_queue,
                 )
                 with contextlib.suppress(ScopeError):  # a crash: the machine has failed closed
                     machine.on_outcome(outcome)
                     transport.record_outcome(input.request, outcome)
-                transport.changed()
+                self._changed()
         except asyncio.CancelledError:
             machine.cancel()
             raise
+        finally:
+            telling.cancel()
         self._show()
         if machine.outcome is None:
             return machine.failure or Failure.of(errors.STATE_INVALID, "no settlement")
         return CallSettled(
             effect_id=input.request.effect_id, outcome=machine.outcome, approval=machine.approval
         )
+
+    def _need(self) -> Attention | None:
+        phase = self.machine.phase
+        return "waiting_input" if phase == "waiting" else "unknown" if phase == "unknown" else None
+
+    def _tell(self) -> None:
+        """Tell the Interaction what this call needs from a person, if that changed (an
+        ended call tells nothing: its result reaches the Interaction)."""
+        machine = self.machine
+        if machine.outcome is None and machine.failure is None:
+            pid = self._input.request.process_id
+            self._teller.tell(self._transport, pid, self._need(), pid)
+
+    async def _telling(self) -> None:
+        """Tell after each change, once the workflow task's inputs are all applied (see
+        driver.attention): never from a handler, whose order against an update's
+        acceptance a replay may not keep."""
+        while True:
+            await self._transport.wait_until(lambda: self._untold)
+            self._untold = False
+            self._tell()
+
+    def _changed(self) -> None:
+        self._untold = True
+        self._transport.changed()
 
     def _show(self) -> None:
         snap = self.machine.snapshot()
@@ -120,7 +155,7 @@ class ToolCallDriver:
     ) -> None:
         """Record an input refused before it could be read (e.g. malformed)."""
         self.machine.record_rejected(signal_id, signal, error)
-        self._transport.changed()
+        self._changed()
 
     def tool_input_signal(self, input: ToolInputAnswer) -> None:
         try:
@@ -128,7 +163,7 @@ class ToolCallDriver:
             self.machine.answer(input.wait_id, input.answer_id, input.response)
         except ScopeError as error:
             self.machine.record_rejected(input.answer_id, "tool_input", error)
-        self._transport.changed()
+        self._changed()
 
     def validate_answer(self, input: ToolInputAnswer) -> None:
         check_size(input, "The answer", self._limit)
@@ -140,7 +175,7 @@ class ToolCallDriver:
         # wait, when both fall in one workflow task: wait for the wait to be recorded.
         await self._transport.wait_until(lambda: machine.phase != "running")
         accepted = machine.answer(input.wait_id, input.answer_id, input.response)
-        self._transport.changed()
+        self._changed()
         return accepted
 
     def resolve_signal(self, input: ResolveInput) -> None:
@@ -150,7 +185,7 @@ class ToolCallDriver:
             self._transport.record_settlement(settlement)
         except ScopeError as error:
             self.machine.record_rejected(input.signal_id, "resolve", error)
-        self._transport.changed()
+        self._changed()
 
     def validate_resolve(self, input: ResolveInput) -> None:
         self.machine.check_resolution(settlement_for(input, ToolSettlement, self._limit))
@@ -162,7 +197,7 @@ class ToolCallDriver:
         await self._transport.wait_until(lambda: machine.phase != "running")
         machine.resolve(settlement)
         self._transport.record_settlement(settlement)
-        self._transport.changed()
+        self._changed()
 
     def steer_refusal(self) -> ScopeError:
         parent = self._input.request.parent_id
@@ -173,14 +208,16 @@ class ToolCallDriver:
 
     def pause(self) -> None:
         self.machine.pause()
-        self._transport.changed()
+        self._changed()
 
     def resume(self) -> None:
         self.machine.resume()
-        self._transport.changed()
+        self._changed()
 
     def snapshot(self) -> ProcessSnapshot:
-        return self.machine.snapshot()
+        snap = self.machine.snapshot()
+        people = scope_status(snap.status, snap.status == "paused", self._need())
+        return snap.model_copy(update={"scope_status": people})
 
 
 __all__ = ["ToolCallDriver"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NoReturn, Protocol
 
+from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
@@ -104,14 +105,26 @@ class Host(Protocol):
         """Tell the operator (never again on replay)."""
         ...
 
+    def report(self, process_id: str, report: AttentionReport) -> None:
+        """Tell the Interaction `process_id` what this Process needs from a person
+        (signal `scope.attention`, fire-and-forget: one that ended has nobody to tell)."""
+        ...
+
 
 class ToolCallTransport(Host, Protocol):
     """What a Tool call Process needs: one tool attempt at a time."""
 
     async def run_tool(
-        self, input: ToolActivityInput, *, start_to_close: timedelta, summary: str
+        self,
+        input: ToolActivityInput,
+        *,
+        start_to_close: timedelta,
+        summary: str,
+        task_queue: str | None = None,
     ) -> AttemptOutcome | Lost:
-        """Enter the tool body once (`scope.tool`, never retried)."""
+        """Enter the tool body once (`scope.tool`, never retried), on the workers of
+        `task_queue` only (None: the process's own); an attempt none of them picks up
+        within `start_to_close` is `Lost`."""
         ...
 
     async def start_task(self, input: TaskInput, *, summary: str) -> str | None:

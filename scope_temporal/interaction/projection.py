@@ -169,6 +169,16 @@ class InteractionView:
         return _status(self._state)
 
     @property
+    def holds_unknown(self) -> bool:
+        """The model Effect's outcome is unknown: only the host can settle it."""
+        model = self._state.model
+        return model is not None and model.unknown
+
+    @property
+    def paused(self) -> bool:
+        return self._state.paused
+
+    @property
     def model_in_flight(self) -> bool:
         """A model call was started and has not reported anything yet."""
         model = self._state.model

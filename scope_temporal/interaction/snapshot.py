@@ -10,6 +10,13 @@ from pydantic import BaseModel, ConfigDict
 
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, ToolCall, ToolResult
+from scope_temporal.interaction.attention import (
+    Attention,
+    ScopeStatus,
+    attention_of,
+    most,
+    scope_status,
+)
 from scope_temporal.interaction.effects import ModelEffectRequest, ToolEffectRequest
 from scope_temporal.outputs import Artifact, Failure, Output, TokenUsage
 from scope_temporal.tools.outcome import Disposition, ProgressSummary
@@ -197,6 +204,10 @@ class ProcessSnapshot(_Frozen):
     """For an Interaction: the background tasks its calls launched, in launch order."""
     task: TaskSnapshot | None = None
     """For a background task: its state."""
+    scope_status: ScopeStatus | None = None
+    """Its status for people (`interaction.attention`): for an Interaction, of its whole
+    tree as its children reported it (what its `ScopeStatus` search attribute holds);
+    None from workers that predate it."""
     usage: TokenUsage = TokenUsage()
     """For an Interaction: the tokens of its model calls and of its delegates that ended."""
     model_attempts: tuple[ModelAttempt, ...] = ()
@@ -207,7 +218,8 @@ class TreeSnapshot(_Frozen):
     """The whole tree below a root Interaction, assembled from every Process's snapshot.
 
     `status` is the root's, except that a running tree with any pending input or unknown
-    effect anywhere below reports `waiting`.
+    effect anywhere below reports `waiting`; `scope_status` says which (`waiting_input`
+    or `unknown`), as the root's `ScopeStatus` search attribute does.
     """
 
     root: ProcessSnapshot
@@ -219,6 +231,22 @@ class TreeSnapshot(_Frozen):
         if self.root.status == "running" and (self.pending_tool_inputs or self.unknown_effects):
             return "waiting"
         return self.root.status
+
+    @property
+    def scope_status(self) -> ScopeStatus:
+        """The tree's status for people: `running`, `waiting_input`, `unknown`, `paused`,
+        or how the root ended. Read from every Process reached, and from what the root's
+        children reported to it (a Process a snapshot could not reach still counts)."""
+        root = self.root
+        need: Attention | None = (
+            "unknown"
+            if self.unknown_effects
+            else "waiting_input"
+            if self.pending_tool_inputs
+            else None
+        )
+        need = most([need, attention_of(root.scope_status or "running")])
+        return scope_status(root.status, root.status == "paused", need)
 
     @property
     def model_calls(self) -> int:

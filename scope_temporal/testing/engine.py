@@ -28,6 +28,7 @@ from scope_temporal.driver.start import open_machine, settings_of
 from scope_temporal.driver.tool_call import ToolCallDriver
 from scope_temporal.driver.transport import ChildEnd, EffectRequest, Ended, Lost, OutcomeKind
 from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
@@ -217,6 +218,9 @@ class LocalEngine:
             process.tool_input_signal(payload)
         elif signal == names.RESOLVE and isinstance(payload, ResolveInput):
             process.resolve_signal(payload)
+        elif signal == names.ATTENTION and isinstance(payload, AttentionReport):
+            if isinstance(process, InteractionDriver):
+                process.attention_signal(payload)
         elif signal == names.STEER and isinstance(payload, SteerInput):
             if isinstance(process, InteractionDriver):
                 process.steer_signal(payload)
@@ -241,6 +245,9 @@ class LocalTransport:
 
     def warn(self, message: str) -> None:
         _log.warning(message)
+
+    def report(self, process_id: str, report: AttentionReport) -> None:
+        self._engine.deliver(process_id, names.ATTENTION, report)
 
     def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
         """No metrics in-process."""
@@ -279,8 +286,14 @@ class LocalTransport:
             live.pop(request.process_id, None)
 
     async def run_tool(
-        self, input: ToolActivityInput, *, start_to_close: timedelta, summary: str
+        self,
+        input: ToolActivityInput,
+        *,
+        start_to_close: timedelta,
+        summary: str,
+        task_queue: str | None = None,
     ) -> AttemptOutcome | Lost:
+        del task_queue  # in-process, one pool runs every tool
         runner = self._engine.runner
         return await attempt_once(
             input.attempt,

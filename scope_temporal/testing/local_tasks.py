@@ -17,6 +17,7 @@ from scope_temporal.background.materializer import MemoryMaterializer
 from scope_temporal.background.runtime import BackgroundRuntime, LiveRuns
 from scope_temporal.driver.background_task import TaskDriver
 from scope_temporal.driver.transport import Host
+from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
 from scope_temporal.interaction.task_values import AttemptReport
 from scope_temporal.payloads import (
@@ -94,6 +95,9 @@ class _TaskTransport:
 
     def warn(self, message: str) -> None:
         self._host.warn(message)
+
+    def report(self, process_id: str, report: AttentionReport) -> None:
+        self._host.report(process_id, report)
 
     def start_attempt(
         self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str

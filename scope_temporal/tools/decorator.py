@@ -133,6 +133,7 @@ def tool(
     deferred: bool = False,
     schema: Mapping[str, Any] | None = None,
     middleware: Sequence[Middleware] = (),
+    task_queue: str | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -151,6 +152,7 @@ def tool(
     deferred: bool = False,
     schema: Mapping[str, Any] | None = None,
     middleware: Sequence[Middleware] = (),
+    task_queue: str | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Declare a tool; usable bare (`@tool`) or with options (`@tool(permission="read")`).
 
@@ -177,6 +179,12 @@ def tool(
             one. Arguments must still convert into the parameter types; if they do not,
             the call is rejected as invalid.
         middleware: The tool's own middleware, run after the worker's (see `middleware`).
+        task_queue: Run the body only on workers of this task queue (e.g. a GPU pool:
+            `scope-temporal worker --role activities --task-queue gpu`), never on the
+            Interaction's own. If no worker picks an attempt up within `timeout` (or the
+            Definition's tool timeout), the call is unknown and nothing runs elsewhere.
+            Routing is not part of the Definition's digest: moving a tool to another pool
+            applies to calls started afterwards and fails no running Interaction.
 
     Returns:
         The `Tool`, or a decorator producing it.
@@ -199,6 +207,7 @@ def tool(
         deferred=deferred,
         schema=schema,
         middleware=tuple(middleware),
+        task_queue=task_queue,
     )
     if fn is None:
         return options.build
@@ -230,6 +239,7 @@ class _Options:
     deferred: bool
     schema: Mapping[str, Any] | None
     middleware: tuple[Middleware, ...]
+    task_queue: str | None
 
     def build(self, fn: Callable[P, R]) -> Tool[P, R]:
         if isinstance(fn, Tool) or not callable(fn):
@@ -255,6 +265,7 @@ class _Options:
             direct_result=self.direct_result,
             deferred=self.deferred,
             middleware=self.middleware,
+            task_queue=self.task_queue,
         )
         return Tool(fn, spec, self.middleware, arguments)
 
@@ -273,6 +284,7 @@ def checked_spec(
     deferred: bool = False,
     middleware: tuple[Middleware, ...] = (),
     background: BackgroundSpec | None = None,
+    task_queue: str | None = None,
 ) -> ToolSpec:
     """The ToolSpec of a tool declaration, after checking every option.
 
@@ -293,6 +305,11 @@ def checked_spec(
         )
     if not all(callable(m) for m in middleware):
         raise DefinitionError(f"tool {name!r}: every middleware must be an async callable")
+    if task_queue is not None and (not isinstance(task_queue, str) or not task_queue.strip()):
+        raise DefinitionError(
+            f"tool {name!r}: task_queue must be the name of a task queue (or None to run "
+            f"on the Interaction's own), got {task_queue!r}"
+        )
     if concurrency is not None:
         if not callable(concurrency) or inspect.iscoroutinefunction(concurrency):
             raise DefinitionError(
@@ -317,6 +334,7 @@ def checked_spec(
             direct_result=direct_result,
             deferred=deferred,
             background=background,
+            task_queue=task_queue,
         )
     except ValidationError as exc:
         raise DefinitionError(f"tool {name!r}: {_first_error(exc)}") from None

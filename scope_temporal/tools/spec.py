@@ -98,6 +98,9 @@ class ToolSpec(BaseModel):
     """Not advertised to the model until a running tool calls `advertise_tools`."""
     background: BackgroundSpec | None = None
     """Set for a background tool (`@background_tool`): how its calls run in the background."""
+    task_queue: str | None = None
+    """The task queue whose workers run the body (None: the Interaction's own). Where a
+    tool runs is not what it does: not part of a Definition's digest."""
     concurrency: ConcurrencyClassifier | None = Field(default=None, exclude=True)
     """Decides `(key, concurrent)` per invocation instead of `execution` and
     `concurrency_key` (see `ConcurrencyClassifier`); its code is in the digest."""
@@ -111,8 +114,9 @@ class ToolSpec(BaseModel):
 
     def declaration(self) -> dict[str, Any]:
         """The spec as JSON for a Definition's digest (`background` and `concurrency` only
-        when set, so the digests of Definitions without them stay what they were)."""
-        data = self.model_dump(mode="json")
+        when set, so the digests of Definitions without them stay what they were; never
+        `task_queue`: routing a tool to another pool changes no running Interaction)."""
+        data = self.model_dump(mode="json", exclude={"task_queue"})
         if self.background is None:
             del data["background"]
         elif self.background.notify:  # the default: earlier digests stay what they were

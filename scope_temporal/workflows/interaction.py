@@ -17,6 +17,7 @@ from scope_temporal import errors, names
 from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.driver.start import open_machine, settings_of
 from scope_temporal.errors import ScopeError
+from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
@@ -88,7 +89,14 @@ class InteractionWorkflow:
         reads them back (a changed Definition then fails with its code instead of silently
         diverging), never the replaying worker's configuration."""
         definition = driver.machine.definition
-        settings = settings_of(definition, serving.current())
+        # Off on Temporal for now: the tree roll-up's upserts and reports are commands
+        # issued when a child's or a model call's outcome is recorded, and an update that
+        # settles that outcome can share its workflow task; measured in the fault suite, a
+        # replay then placed the update's acceptance before the upsert ("Update machine
+        # does not handle this event: UpsertWorkflowSearchAttributes"). Until the commands
+        # follow an order a replay keeps, ScopeStatus follows the lifecycle as before, and
+        # the tree's status for people is read by query (TreeSnapshot.scope_status).
+        settings = settings_of(definition, serving.current(), attention=False)
         recorded = await workflow.execute_local_activity(
             names.RECORD_DIGEST_ACTIVITY,
             settings,
@@ -184,7 +192,7 @@ class InteractionWorkflow:
     async def submit_task(self, raw: RawValue) -> str:
         try:
             input = inputs.decode(raw, TaskSubmitInput, "task_submit")
-            return await self._require_driver().submit_update(input)
+            return await self._require_driver().submissions.submit(input)
         except ScopeError as error:
             raise update_rejection(error) from None
 
@@ -192,7 +200,7 @@ class InteractionWorkflow:
     def _validate_submit_task(self, raw: RawValue) -> None:
         try:
             input = inputs.decode(raw, TaskSubmitInput, "task_submit")
-            self._require_driver().validate_submit(input)
+            self._require_driver().submissions.check(input)
         except ScopeError as error:
             raise update_rejection(error) from None
 
@@ -215,6 +223,11 @@ class InteractionWorkflow:
             driver.reject("", "resume", error)
             return
         driver.resume()
+
+    @workflow.signal(name=names.ATTENTION)
+    def attention_signal(self, report: AttentionReport) -> None:
+        """A child's report of what it needs from a person (sent by the SDK only)."""
+        self._require_driver().attention_signal(report)
 
     @workflow.query(name=names.SNAPSHOT_QUERY)
     def snapshot(self) -> ProcessSnapshot:

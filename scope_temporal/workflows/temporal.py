@@ -33,6 +33,7 @@ from scope_temporal.driver.transport import (
     OutcomeKind,
     Refused,
 )
+from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
@@ -85,6 +86,9 @@ def describe_activity_error(error: ActivityError) -> str:
             if kind == "HEARTBEAT"
             else " (the call hung or ran past its start-to-close timeout)"
             if kind == "START_TO_CLOSE"
+            else " (no worker of its task queue picked it up in time: it never started and "
+            "was not run elsewhere; start that pool, then settle the call)"
+            if kind == "SCHEDULE_TO_START"
             else ""
         )
         return f"activity timed out: {kind}{hint}"
@@ -133,6 +137,9 @@ NOTICES_PATCH = "scope.task.notices"
 class TemporalTransport:
     """The transport of every scope-temporal workflow (see `driver.transport`)."""
 
+    def __init__(self) -> None:
+        self._sending: set[asyncio.Task[None]] = set()  # reports in flight (kept alive)
+
     # --- waiting and showing ---------------------------------------------------------
 
     async def wait_until(self, ready: Callable[[], bool]) -> None:
@@ -146,6 +153,12 @@ class TemporalTransport:
 
     def warn(self, message: str) -> None:
         workflow.logger.warning(message)
+
+    def report(self, process_id: str, report: AttentionReport) -> None:
+        # a task of its own, started now: its command follows the change it reports
+        sending = asyncio.create_task(self.signal(process_id, names.ATTENTION, report))
+        self._sending.add(sending)
+        sending.add_done_callback(self._sending.discard)
 
     def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
         workflow_counters.record_outcome(request, outcome)
@@ -178,7 +191,12 @@ class TemporalTransport:
         return outcome
 
     async def run_tool(
-        self, input: ToolActivityInput, *, start_to_close: timedelta, summary: str
+        self,
+        input: ToolActivityInput,
+        *,
+        start_to_close: timedelta,
+        summary: str,
+        task_queue: str | None = None,
     ) -> AttemptOutcome | Lost:
         outcome: AttemptOutcome | Lost = await _once(
             names.TOOL_ACTIVITY,
@@ -187,7 +205,10 @@ class TemporalTransport:
             start_to_close=start_to_close,
             heartbeat=input.heartbeat,
             summary=summary,
+            task_queue=task_queue,
         )
+        if isinstance(outcome, Lost) and task_queue is not None:
+            return Lost(f"{outcome.diagnostic} [task queue {task_queue!r}]")
         return outcome
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:
@@ -319,14 +340,21 @@ async def _once(
     start_to_close: timedelta,
     heartbeat: timedelta | None,
     summary: str,
+    task_queue: str | None = None,
 ) -> Any:
-    """Run an activity once (never retried): its result, or `Lost` if it returned none."""
+    """Run an activity once (never retried): its result, or `Lost` if it returned none.
+
+    On another pool's `task_queue` it waits at most `start_to_close` to be picked up
+    (schedule-to-start): a pool that is down makes the call unknown, never run elsewhere.
+    """
     try:
         return await workflow.execute_activity(
             activity,
             input,
             result_type=result_type,
+            task_queue=task_queue,
             start_to_close_timeout=start_to_close,
+            schedule_to_start_timeout=None if task_queue is None else start_to_close,
             heartbeat_timeout=heartbeat,
             retry_policy=_ONCE,
             summary=summary,

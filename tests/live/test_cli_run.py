@@ -139,7 +139,9 @@ def test_list_inspect_steer_answer_on_a_running_interaction(stack: Stack) -> Non
     assert wait["wait_id"] == "cli-steer/tool/4/0/wait/1"
 
     tree = stack.cli("inspect", "cli-steer")
-    assert "cli-steer · ops · waiting" in tree
+    assert "cli-steer · ops · waiting_input" in tree
+    # the attribute follows the lifecycle on Temporal for now (docs/known-gaps.md)
+    assert "cli-steer" not in stack.cli("list", "--needs-attention")
     assert "? input wait cli-steer/tool/4/0/wait/1: Restart payments-worker?" in tree
     assert "answer: scope-temporal answer cli-steer cli-steer/tool/4/0/wait/1" in tree
     assert "✓ summarize(" in tree and "(delegate) succeeded" in tree
@@ -182,6 +184,7 @@ def test_list_inspect_steer_answer_on_a_running_interaction(stack: Stack) -> Non
     assert re.search(r"cli-steer\s+completed", listing)
     assert "cli-steer" in stack.cli("list", "--query", "ScopeDefinition = 'ops'")
     assert "cli-steer" not in stack.cli("list", "--query", "ScopeDefinition = 'nope'")
+    assert "cli-steer" not in stack.cli("list", "--needs-attention")
 
 
 def test_run_reports_an_unknown_effect_and_resolve_settles_it(stack: Stack) -> None:

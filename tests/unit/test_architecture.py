@@ -67,7 +67,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sides", ("workflows", "activities", "background", "tasks", "telemetry")),
     (
         "shell",
-        ("worker", "client", "tree", "converter", "storage", "versioning", "testing"),
+        ("worker", "client", "tree", "converter", "storage", "versioning", "routing", "testing"),
     ),
     ("cli", ("cli",)),
 )

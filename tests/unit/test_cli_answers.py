@@ -87,7 +87,7 @@ async def test_inspect_tree_of_a_waiting_interaction_shows_the_answer_command() 
     tree = await run.idle()
     root = tree.root.process_id
     lines = "\n".join(render_tree(tree, ["--address", "temporal:7233"]))
-    assert lines.startswith(f"{root} · ops · waiting · 4 model call(s)")
+    assert lines.startswith(f"{root} · ops · waiting_input · 4 model call(s)")
     assert "  user: checkout returns 502, investigate" in lines
     assert (
         '  model #1 → search_logs(query="ERROR"), read_runbook(query="checkout returns 502, …)'

@@ -91,6 +91,10 @@ def test_compose_file_names_the_services_and_the_worker_image() -> None:
         "dockerfile: docker/Dockerfile",
         "SCOPE_TASK_QUEUE: scope",
         "--name ScopeDefinition --type Keyword --name ScopeStatus --type Keyword",
+        # workers by role, and a tool pool on its own task queue
+        'profiles: ["pools"]',
+        'command: ["scope-temporal", "worker", "--role", "workflows"]',
+        "SCOPE_TASK_QUEUE: scope-tools",
     ):
         assert needle in text
     assert (REPO / "docker" / "dynamicconfig" / "development-sql.yaml").is_file()

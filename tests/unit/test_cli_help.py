@@ -19,7 +19,9 @@ def test_the_cli_has_every_command_of_the_issue() -> None:
         "replay-check",
         "resolve",
         "run",
+        "setup",
         "steer",
+        "submit",
         "worker",
     ]
 

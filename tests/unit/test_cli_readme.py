@@ -31,6 +31,7 @@ RUN_BY: dict[str, str | tuple[str, ...]] = {
         "tests/live/test_cli_run.py",
         "tests/live/test_worker_versioning.py",
         "tests/live/test_cli_telemetry.py",
+        "tests/live/test_tool_pools.py",
     ),
     "scope-temporal replay-check": (
         "tests/live/test_replay_check.py",
@@ -38,8 +39,10 @@ RUN_BY: dict[str, str | tuple[str, ...]] = {
     ),
     "scope-temporal run": "tests/live/test_cli_run.py",
     "scope-temporal list": "tests/live/test_cli_run.py",
+    "scope-temporal setup": "tests/live/test_cli_setup.py",
     "scope-temporal inspect": "tests/live/test_cli_run.py",
     "scope-temporal steer": "tests/live/test_cli_run.py",
+    "scope-temporal submit": "tests/live/test_cli_run.py",
     "scope-temporal answer": "tests/live/test_cli_run.py",
     "scope-temporal resolve": (
         "tests/live/test_cli_run.py",

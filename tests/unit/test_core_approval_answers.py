@@ -197,7 +197,9 @@ class _Shown:
     def record_settlement(self, settlement: Any) -> None:  # pragma: no cover
         pass
 
-    async def run_tool(self, input: Any, *, start_to_close: Any, summary: str) -> Any:
+    async def run_tool(
+        self, input: Any, *, start_to_close: Any, summary: str, task_queue: Any = None
+    ) -> Any:
         self.attempts += 1
         return Succeeded(result=reply_result("web-1 restarted"))
 

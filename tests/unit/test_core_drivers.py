@@ -136,7 +136,9 @@ class _BrokenTransport:
     def warn(self, message: str) -> None:  # pragma: no cover - nothing to warn about
         pass
 
-    async def run_tool(self, input: Any, *, start_to_close: Any, summary: str) -> Any:
+    async def run_tool(
+        self, input: Any, *, start_to_close: Any, summary: str, task_queue: Any = None
+    ) -> Any:
         return InputRequired.model_construct(kind="input_required")  # no prompt, no schema
 
     async def start_task(self, input: Any, *, summary: str) -> str | None:  # pragma: no cover
