@@ -10,6 +10,7 @@ every rule of the loop behave as on Temporal, and users' agent tests run in mill
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -33,7 +34,13 @@ from scope_temporal.models.streaming import LiveText
 from scope_temporal.observers import ObserverHub
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
-from scope_temporal.payloads import InteractionInput, ResolveInput, SteerInput, ToolInputAnswer
+from scope_temporal.payloads import (
+    InteractionInput,
+    ResolveInput,
+    SteerInput,
+    TaskSubmitInput,
+    ToolInputAnswer,
+)
 from scope_temporal.registry import Registry
 from scope_temporal.settle import resend_model_call
 from scope_temporal.testing.engine import LocalEngine
@@ -219,6 +226,14 @@ class LocalRun:
         if found is None:
             raise errors.TaskNotFound(f"No background task {task_id!r}.")
         return found
+
+    async def submit_task(
+        self, tool: str, arguments: dict[str, Any], *, key: str | None = None
+    ) -> str:
+        """Start a background tool as a task of this run (as `InteractionHandle.submit_task`;
+        without a key, a fresh one)."""
+        input = TaskSubmitInput(key=key or uuid.uuid4().hex, tool=tool, arguments=arguments)
+        return await self._root.submissions.submit(input)
 
     async def pause(self) -> None:
         """Start nothing new (in-flight calls settle); children are paused too."""

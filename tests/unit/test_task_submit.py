@@ -3,6 +3,9 @@ Interaction, and every refusal leaves its state exactly as it was."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
 from pydantic import BaseModel
 
@@ -10,14 +13,19 @@ from scope_temporal import (
     Definition,
     InvalidTaskSubmission,
     Message,
+    ModelRequest,
+    Response,
     RunHandle,
+    ScriptedModel,
     TaskRun,
     TaskSubmissionConflict,
     background_tool,
+    reply,
     tool,
 )
 from scope_temporal.interaction import submits
 from scope_temporal.interaction.machine import InteractionMachine
+from scope_temporal.testing import LocalRunner
 
 
 class ExportArgs(BaseModel):
@@ -27,6 +35,10 @@ class ExportArgs(BaseModel):
 @background_tool(permission="write")
 class Export:
     """Export a dataset."""
+
+    def validate_arguments(self, arguments: ExportArgs) -> None:
+        if not arguments.dataset:
+            raise ValueError("dataset must not be empty")
 
     async def start(self, task_id: str, arguments: ExportArgs, attempt: int) -> RunHandle:
         async def work(progress: object) -> str:
@@ -126,3 +138,33 @@ def test_submitted_tasks_survive_continue_as_new_and_are_cancelled_with_it() -> 
     assert carried.background_tasks == ("root/task/submit/nightly",)
     assert "root/task/submit/nightly" in carried.tasks_to_cancel
     assert carried.snapshot().background_tasks == ("root/task/submit/nightly",)
+
+
+async def test_local_runner_submit_task_runs_the_task_and_the_model_is_told() -> None:
+    def plan(request: ModelRequest) -> Response:
+        last = request.messages[-1]
+        if last.role == "user" and "task_notification" in (last.text or ""):
+            return reply.text(f"told: {json.loads(last.text)['data']}")
+        return reply.text("nothing yet")
+
+    model = ScriptedModel(plan)
+    runner = LocalRunner(
+        definitions=[Definition("submit", tools=[Export])],
+        tools=[Export],
+        models={"default": model},
+    )
+    handle = await runner.start("submit", [Message.user("go")])
+    await handle.pause()  # keep it running (at its first model call) while the task runs
+    task_id = await handle.submit_task("export", {"dataset": "sales"}, key="k")
+    assert task_id == f"{handle.id}/task/submit/k"
+    assert await handle.submit_task("export", {"dataset": "sales"}, key="k") == task_id
+    with pytest.raises(InvalidTaskSubmission, match="dataset must not be empty"):
+        await handle.submit_task("export", {"dataset": ""}, key="empty")
+    assert [t.task_id for t in handle.snapshot().tasks] == [task_id]
+    for _ in range(100):
+        if handle.snapshot().tasks[0].status == "completed":
+            break
+        await asyncio.sleep(0.05)
+    await handle.resume()
+    output = await handle.result(timeout=10)
+    assert output.text == "told: sales"
