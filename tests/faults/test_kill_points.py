@@ -273,7 +273,7 @@ async def test_kill_point_then_takeover_nothing_twice_nothing_lost(
 
 
 def test_kill_points_cover_every_kind_and_both_mappings_in_ci() -> None:
-    assert len({k.point for k in POINTS}) == len(POINTS) >= 20
+    assert len({(k.point, k.then) for k in POINTS}) == len(POINTS) >= 20
     ci = [(k.kind, m) for k in POINTS for m in k.ci]
     assert {kind for kind, _ in ci} == {"activity", "workflow", "host", "task"}
     assert {mode for _, mode in ci} == set(MODES)
