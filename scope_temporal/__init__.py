@@ -53,6 +53,7 @@ from scope_temporal.errors import (
     InvalidOptions,
     InvalidRunContext,
     InvalidSignal,
+    InvalidTaskSubmission,
     InvalidToolInput,
     NoSuchWait,
     ProtocolError,
@@ -63,6 +64,7 @@ from scope_temporal.errors import (
     StaleMessage,
     TaskEnded,
     TaskNotFound,
+    TaskSubmissionConflict,
     UnknownDefinition,
 )
 from scope_temporal.ids import Attribution, ToolCallRef
@@ -199,6 +201,7 @@ __all__ = [
     "InvalidOptions",
     "InvalidRunContext",
     "InvalidSignal",
+    "InvalidTaskSubmission",
     "InvalidToolInput",
     "LiveText",
     "LocalFileMaterializer",
@@ -252,6 +255,7 @@ __all__ = [
     "TaskProgressEvent",
     "TaskRun",
     "TaskSnapshot",
+    "TaskSubmissionConflict",
     "TextEvent",
     "TokenUsage",
     "Tool",

@@ -67,6 +67,8 @@ TASK_CANCELED = "tool.background.canceled"
 TASK_NOT_RESUMABLE = "tool.background.not_resumable"
 TASK_PROGRESS_CONFLICT = "tool.background.progress_conflict"
 TASK_PROGRESS_INVALID = "tool.background.progress_invalid"
+SUBMIT_INVALID = "tool.background.submit_invalid"
+SUBMIT_CONFLICT = "tool.background.submit_conflict"
 
 CODE_KINDS: dict[str, FailureKind] = {
     MODEL_INVALID_RESPONSE: "external",
@@ -121,6 +123,8 @@ CODE_KINDS: dict[str, FailureKind] = {
     TASK_NOT_RESUMABLE: "contract",
     TASK_PROGRESS_CONFLICT: "contract",
     TASK_PROGRESS_INVALID: "contract",
+    SUBMIT_INVALID: "contract",
+    SUBMIT_CONFLICT: "contract",
 }
 
 
@@ -274,6 +278,19 @@ class TaskEnded(ScopeError):
     default_code = TASK_ENDED
 
 
+class InvalidTaskSubmission(ScopeError):
+    """A host's task submission was refused (`InteractionHandle.submit_task`): nothing
+    started and nothing was recorded; the message says what to change."""
+
+    default_code = SUBMIT_INVALID
+
+
+class TaskSubmissionConflict(InvalidTaskSubmission):
+    """The task id was submitted before with another tool or other arguments."""
+
+    default_code = SUBMIT_CONFLICT
+
+
 class ArtifactDecodeError(ScopeError, ValueError):
     """A delegate's Artifact does not decode into the type asked for (`Artifact.decode`).
 
@@ -310,6 +327,8 @@ _REFUSALS: dict[str, type[ScopeError]] = {
     SESSION_ENDED: SessionEnded,
     SESSION_MESSAGE_STALE: StaleMessage,
     OPTIONS_INVALID: InvalidOptions,
+    SUBMIT_INVALID: InvalidTaskSubmission,
+    SUBMIT_CONFLICT: TaskSubmissionConflict,
 }
 
 

@@ -33,6 +33,8 @@ PAUSE = "scope.pause"
 RESUME = "scope.resume"
 TASK_CANCEL = "scope.task.cancel"
 """Update on a background task: stop its run."""
+TASK_SUBMIT = "scope.task.submit"
+"""Update on an Interaction: the host starts a background tool as one of its tasks."""
 TASK_REPORT = "scope.task.report"
 """Signal a background attempt sends its own task: progress counts, resume accepted."""
 

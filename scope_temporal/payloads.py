@@ -328,6 +328,16 @@ class TaskReport(_Payload):
     """`resume` accepted the answer with this id (the run goes on with it)."""
 
 
+class TaskSubmitInput(_Payload):
+    """Update `scope.task.submit`: start `tool(arguments)` as the Interaction's task `key`
+    (its task id is `<interaction>/task/submit/<key>`; the same key and arguments again
+    start nothing)."""
+
+    key: str
+    tool: str
+    arguments: dict[str, Any]
+
+
 class TaskCancelInput(_Payload):
     """Update `scope.task.cancel`: stop the task's run."""
 

@@ -1,7 +1,8 @@
 """Session fixtures: one real Temporal dev server for the whole run; the `--full` option.
 
 `python -m pytest` runs the CI subset: tests marked `full` (every kill point in both
-tool-call mappings, 50 interactions on three workers, ...) are skipped unless `--full`.
+tool-call mappings, 50 interactions on three workers, ...) are skipped unless `--full`;
+the soak (`tests/faults/test_soak.py`) runs only with `--soak MINUTES`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="also run the long fault-injection variants (marked `full`)",
+    )
+    parser.addoption(
+        "--soak",
+        type=float,
+        default=0.0,
+        metavar="MINUTES",
+        help="run the fault soak (tests/faults/test_soak.py) for MINUTES (default: skipped)",
     )
 
 

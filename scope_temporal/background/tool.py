@@ -36,11 +36,14 @@ from scope_temporal.tools.docstrings import summary
 from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.schema import parameters_schema
-from scope_temporal.tools.spec import BackgroundSpec, Execution, Permission, ToolSpec
+from scope_temporal.tools.spec import (
+    RUN_IN_BACKGROUND,
+    BackgroundSpec,
+    Execution,
+    Permission,
+    ToolSpec,
+)
 from scope_temporal.tools.validation import InvalidArguments, decode_arguments
-
-RUN_IN_BACKGROUND = "run_in_background"
-"""The argument the framework adds to every background tool's schema."""
 
 _RUN_IN_BACKGROUND_SCHEMA = {
     "type": "boolean",

@@ -24,6 +24,7 @@ from scope_temporal.cli.run import run
 from scope_temporal.cli.sessions import sessions
 from scope_temporal.cli.setup import setup
 from scope_temporal.cli.steer import steer
+from scope_temporal.cli.submit import submit
 from scope_temporal.cli.worker import worker
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -52,7 +53,7 @@ def cli() -> None:
       scope-temporal chat ops          chat in the terminal (a session, resumable by id)
     \b
     Then drive and look at Interactions and sessions:
-      list, inspect, steer, answer, resolve, sessions
+      list, inspect, steer, answer, resolve, submit, sessions
     \b
     Before deploying a change:
       scope-temporal replay-check      replay recent runs against your current code
@@ -77,6 +78,7 @@ for command in (
     answer,
     resolve,
     sessions,
+    submit,
     replay_check,
     setup,
 ):

@@ -6,6 +6,7 @@ one raises the typed error here and leaves no trace in the workflow's history.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any, Protocol
@@ -35,7 +36,13 @@ from scope_temporal.interaction.snapshot import (
 )
 from scope_temporal.models.streaming import LiveText
 from scope_temporal.outputs import Output
-from scope_temporal.payloads import ControlInput, ResolveInput, SteerInput, ToolInputAnswer
+from scope_temporal.payloads import (
+    ControlInput,
+    ResolveInput,
+    SteerInput,
+    TaskSubmitInput,
+    ToolInputAnswer,
+)
 from scope_temporal.settle import resend_model_call
 from scope_temporal.tasks import TemporalTaskAccess
 from scope_temporal.tools.validation import validate_value
@@ -236,6 +243,35 @@ class InteractionHandle:
             InteractionNotFound: no Interaction has this id.
         """
         return events.follow(self.scope.client, self.id, after)
+
+    async def submit_task(
+        self, tool: str, arguments: dict[str, Any], *, key: str | None = None
+    ) -> str:
+        """Start background tool `tool` directly as a task of this (running) Interaction,
+        validated and authorised as a model's call of it with `run_in_background=true`
+        (no approval is asked: the host is the authority); its progress, task tools and
+        lifecycle notifications are those of any task of the Interaction.
+
+        Args:
+            key: names the task (`<interaction id>/task/submit/<key>`): the same key with
+                the same arguments again starts nothing and returns the same id. Default:
+                a new random key (then a retry of this call starts a second task).
+
+        Returns:
+            The task id (follow it in `snapshot()`, stop it with `cancel_task`).
+
+        Raises:
+            InvalidTaskSubmission: an unknown, non-background or unauthorised tool, arguments
+                off its schema or refused by the tool, a bad key, an ended Interaction.
+            TaskSubmissionConflict: the key was submitted with other arguments.
+            Nothing is started or recorded in either case.
+        """
+        if not isinstance(arguments, dict):
+            raise errors.InvalidTaskSubmission(
+                f"arguments of {tool!r} must be a dict (a JSON object); nothing was sent."
+            )
+        payload = TaskSubmitInput(key=key or uuid.uuid4().hex, tool=tool, arguments=arguments)
+        return str(await self._update(self.id, names.TASK_SUBMIT, payload))
 
     async def live_text(self, process_id: str | None = None) -> LiveText | None:
         """The text the model call in flight of an Interaction has streamed so far.

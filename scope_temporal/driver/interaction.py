@@ -1,15 +1,12 @@
 """The one driver of an Interaction, on any engine (Temporal or `LocalRunner`).
 
-Theory of operation. The machine decides; the driver carries. It asks the machine for
-effects, starts each through the transport (a model call, a Tool call child, a Delegate
-child) as concurrent work, feeds each settlement back, and maps the host's inputs
-(steer, resolve, tool input, pause, resume) onto the machine. Between steps it waits
-until something changed. What it decides itself are the engine-level rules, the same on
-every engine:
+Theory of operation. The machine decides; the driver carries: it starts each effect
+through the transport as concurrent work, feeds each settlement back, maps the host's
+inputs onto the machine, and waits until something changed. What it decides itself are
+the engine-level rules, the same on every engine:
 
- 1. Payloads: a command over the recorded payload limit fails the Interaction
-    (`interaction.payload.too_large`); an input over it, or a steer that would make the
-    next model request too large, is refused.
+ 1. Payloads: a command over the recorded limit fails it (`interaction.payload.too_large`);
+    an input over it, or a steer making the next model request too large, is refused.
  2. Inputs addressed below the Interaction (a tool input, a settlement for a tool call)
     are forwarded to the child process on their path; pause and resume reach every child.
  3. The run's settings (digest, payload limit, served delegates) are recorded when it
@@ -36,6 +33,7 @@ from scope_temporal.driver.carry import CarryCheck, carried
 from scope_temporal.driver.inputs import check_size, check_steer_room, model_settlement_for
 from scope_temporal.driver.model_calls import ModelCaller
 from scope_temporal.driver.start import changed_definition
+from scope_temporal.driver.submits import Submissions
 from scope_temporal.driver.transport import InteractionTransport
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.attention import NEEDS_A_PERSON, AttentionReport
@@ -82,8 +80,9 @@ class InteractionDriver:
         self.machine = machine
         self._transport = transport
         self._input = input
-        base = machine.base
-        self._models = ModelCaller(input.context_sent, base.ref if base is not None else EMPTY_REF)
+        self._models = ModelCaller(
+            input.context_sent, machine.base.ref if machine.base else EMPTY_REF
+        )
         self._news = machine.news()
         self._events_to = input.events_to or machine.process_id
         self._settings = input.settings
@@ -94,6 +93,7 @@ class InteractionDriver:
         self._dirty = False
         self._crash: BaseException | None = None
         self._carry = CarryCheck()
+        self.submissions = Submissions(machine, transport, self._spawn, self._events_to)
         self.status = TreeStatus(
             machine,
             transport,

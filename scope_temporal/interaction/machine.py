@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Literal, assert_never
 
+import scope_temporal.interaction.submits as submits
 from scope_temporal import errors
 from scope_temporal.chat import FinishReason, Message, Options, Response, ToolResult
 from scope_temporal.definition import Definition
@@ -60,6 +61,7 @@ from scope_temporal.interaction.state import (
     InteractionState,
     Phase,
     SteerEnvelope,
+    SubmittedTask,
 )
 from scope_temporal.interaction.steering import check_steer, record_rejection, steer_digest
 from scope_temporal.interaction.transitions import Machine, Table, same
@@ -237,18 +239,14 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
 
     def pause(self) -> None:
         """Start nothing new until `resume`; effects in flight continue and settle."""
-
-        def change(s: InteractionState) -> None:
-            if s.phase in LIVE_PHASES:
-                s.paused = True
-
-        self._apply("pause", change)
+        self._apply("pause", lambda s: setattr(s, "paused", s.paused or s.phase in LIVE_PHASES))
 
     def resume(self) -> None:
-        def change(s: InteractionState) -> None:
-            s.paused = False
+        self._apply("resume", lambda s: setattr(s, "paused", False))
 
-        self._apply("resume", change)
+    def record_submitted(self, task: SubmittedTask) -> None:
+        """A task the host submitted has started (`submits.decide` said Launch)."""
+        self._apply("record", lambda s: submits.record(s, task))
 
     def cancel(self, reason: str = "cancelled by the host") -> None:
         """End the Interaction as canceled (the driver cancels its children); the calls still

@@ -38,10 +38,12 @@ def _active_children(s: InteractionState) -> tuple[str, ...]:
 
 
 def _background_tasks(s: InteractionState) -> tuple[str, ...]:
-    """The background tasks the Interaction's calls launched, in launch order."""
+    """The background tasks the Interaction's calls launched, in launch order, then those
+    the host submitted."""
     entries = [e.task_id for r in s.rounds for e in r.entries]
     if s.round is not None:
         entries += [x.task_id for x in s.round.slots]
+    entries += [t.task_id for t in s.submitted]
     return tuple(t for t in entries if t is not None)
 
 

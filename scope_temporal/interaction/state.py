@@ -104,6 +104,15 @@ class SteerEnvelope(_State):
     messages: tuple[Message, ...]
 
 
+class SubmittedTask(_State):
+    """A background task the host submitted to this Interaction (`submits`)."""
+
+    task_id: str
+    tool: str
+    arguments: str
+    """Canonical JSON (sorted keys): a resubmission with equal arguments is the same task."""
+
+
 class InteractionState(_State):
     """Everything the Interaction knows. Serialises to JSON and restores exactly."""
 
@@ -152,3 +161,5 @@ class InteractionState(_State):
     unsettled_at_cancel: list[UnknownEffect] = []
     """The calls running when the Interaction was cancelled, with their requests
     (`cancellation.py`); listed as unknown by its snapshot."""
+    submitted: list[SubmittedTask] = []
+    """Background tasks the host submitted, in submission order."""

@@ -4,6 +4,7 @@ the same verbs as `InteractionHandle`, on the in-process engine."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -22,7 +23,7 @@ from scope_temporal.interaction.snapshot import (
 )
 from scope_temporal.models.streaming import LiveText
 from scope_temporal.outputs import Failure, Output
-from scope_temporal.payloads import ResolveInput, SteerInput, ToolInputAnswer
+from scope_temporal.payloads import ResolveInput, SteerInput, TaskSubmitInput, ToolInputAnswer
 from scope_temporal.settle import resend_model_call
 from scope_temporal.testing.engine import LocalEngine, LocalWorker
 
@@ -168,6 +169,14 @@ class LocalRun:
         if found is None:
             raise errors.TaskNotFound(f"No background task {task_id!r}.")
         return found
+
+    async def submit_task(
+        self, tool: str, arguments: dict[str, Any], *, key: str | None = None
+    ) -> str:
+        """Start a background tool as a task of this run (as `InteractionHandle.submit_task`;
+        without a key, a fresh one)."""
+        input = TaskSubmitInput(key=key or uuid.uuid4().hex, tool=tool, arguments=arguments)
+        return await self._root.submissions.submit(input)
 
     async def pause(self) -> None:
         """Start nothing new (in-flight calls settle); children are paused too."""

@@ -44,6 +44,10 @@ def is_provider_tool_name(name: str) -> bool:
     return bool(_PROVIDER_NAME.match(name))
 
 
+RUN_IN_BACKGROUND = "run_in_background"
+"""The argument the framework adds to every background tool's schema."""
+
+
 class BackgroundSpec(BaseModel):
     """How a background tool's calls move to, and run in, the background (see
     `scope_temporal.background`). Part of its ToolSpec, so of the Definition's digest."""

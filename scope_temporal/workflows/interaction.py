@@ -29,6 +29,7 @@ from scope_temporal.payloads import (
     ResolveInput,
     RunSettings,
     SteerInput,
+    TaskSubmitInput,
     ToolInputAnswer,
 )
 from scope_temporal.workflows import inputs, serving
@@ -210,6 +211,23 @@ class InteractionWorkflow(CommandsInTask):
         except ScopeError as error:
             return error
         return self._require_driver().answer_elsewhere(input)
+
+    @workflow.update(name=names.TASK_SUBMIT)
+    async def submit_task(self, raw: RawValue) -> str:
+        try:
+            input = inputs.decode(raw, TaskSubmitInput, "task_submit")
+            return await self._require_driver().submissions.submit(input)
+        except ScopeError as error:
+            raise update_rejection(error) from None
+
+    @submit_task.validator
+    def _validate_submit_task(self, raw: RawValue) -> None:
+        refuse_update_after_commands()
+        try:
+            input = inputs.decode(raw, TaskSubmitInput, "task_submit")
+            self._require_driver().submissions.check(input)
+        except ScopeError as error:
+            raise update_rejection(error) from None
 
     @workflow.signal(name=names.PAUSE)
     def pause(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:

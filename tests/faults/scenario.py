@@ -1,7 +1,8 @@
 """The fault-injection scenario: an agent whose every side effect is a line in a ledger.
 
 The root agent `faults` reads an inventory, writes two items and notifies a channel
-(round 1, two calls at a time), then has a delegate (`faults-helper`, which writes a
+(round 1, two calls at a time) and starts an export (a managed background tool, below),
+then has a delegate (`faults-helper`, which writes a
 note) summarise while an exec tool asks the host for approval and deploys (round 2),
 then replies. The planner is a function of the request, so any worker (or the host)
 gives the same answer to the same request; it re-issues a call whose result says it was
@@ -17,12 +18,25 @@ Ledger (JSON lines, appended with O_APPEND and fsync by every process):
 Kill points: `maybe_kill(site, tag)` SIGKILLs this process the first time
 `f"{site}:{tag}"` equals the point the worker was started with (`KILL_AT`). Tags name
 what is interrupted: tools `<tool>=<first argument>#<entry>`, models `<root|helper>#<seq>`.
-To add a tool kind (e.g. a managed background tool) to the scenario, add it to a round of
-`ROOT_PLAN` with its key and give it `before`/`after` kill points like the tools below.
+To add a tool kind to the scenario, add it to a round of `ROOT_PLAN` with its key and give
+it `before`/`after` kill points like the tools below.
+
+The background tool `export` (recoverable, resumable, handoff) prepares for a second (its
+call moves to the background after 0.3 s: the task's first attempt adopts the live run),
+asks the host whether to export (the task waits for input), then writes once. Its kill
+points (tags `export=<dataset>`, no attempt number: the first time in that process):
+`task.foreground` (the run, while the call still observes it in the foreground),
+`task.adopt` (the handoff), `task.before` / `task.after` (a background attempt around its
+side effect), `task.recover` (a recovery). Like a real export service, the write is
+idempotent per task id: a recovered run asks the ledger (the external system) whether
+this task's write happened and never writes twice. The planner follows the task with
+`task_output` (or a lifecycle notification) and starts a new export only when the
+task failed or the call's outcome was settled as "not done".
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -32,6 +46,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from temporalio import activity
 
 from scope_temporal import (
@@ -41,7 +56,13 @@ from scope_temporal import (
     Message,
     ModelRequest,
     Response,
+    RunHandle,
+    RunOutcome,
+    RunProgress,
+    TaskRun,
+    ToolFailure,
     ToolInvocation,
+    background_tool,
     current_tool_call,
     reply,
     require_tool_input,
@@ -82,6 +103,7 @@ ROOT_PLAN: tuple[tuple[Planned, ...], ...] = (
         Planned("write_item", {"name": "a"}, "write:a"),
         Planned("write_item", {"name": "b"}, "write:b"),
         Planned("notify", {"channel": "ops"}, "notify:ops"),
+        Planned("export", {"dataset": "sales"}, "export:sales"),
     ),
     (
         Planned("summarize", {"task": HELPER_TASK}, SUMMARY),
@@ -89,10 +111,20 @@ ROOT_PLAN: tuple[tuple[Planned, ...], ...] = (
     ),
 )
 EXPECTED_KEYS = frozenset(
-    {"read:prod", "write:a", "write:b", "notify:ops", "note:changes", "deploy:prod"}
+    {
+        "read:prod",
+        "write:a",
+        "write:b",
+        "notify:ops",
+        "export:sales",
+        "note:changes",
+        "deploy:prod",
+    }
 )
 """Every side effect a completed run must show in the ledger, each exactly once."""
-EXPECTED_OUTPUT = "done: read:prod, write:a, write:b, notify:ops, summary ok, deploy:prod (steered)"
+EXPECTED_OUTPUT = (
+    "done: read:prod, write:a, write:b, notify:ops, export:sales, summary ok, deploy:prod (steered)"
+)
 
 
 # --- ledger and kill points ------------------------------------------------------------
@@ -210,7 +242,107 @@ def note(text: str) -> str:
     return f"note:{text}"
 
 
-TOOLS = [inventory, write_item, notify, deploy, note]
+class ExportArgs(BaseModel):
+    dataset: str
+
+
+PREPARE_SECONDS = 1.0
+"""How long an export prepares before it asks (its call moves to the background first)."""
+
+
+def _export_tag(arguments: ExportArgs) -> str:
+    return f"export={arguments.dataset}"
+
+
+def _written(task_id: str) -> bool:
+    """Whether the external system has this task's write (the idempotency check)."""
+    return any(e["ev"] == "effect" and e["effect"] == task_id for e in read_ledger(LEDGER[0]))
+
+
+def _prepare(task_id: str, arguments: ExportArgs, attempt: int) -> TaskRun:
+    """Prepare (no side effect), then ask whether to write."""
+    effect = current_tool_call().effect_id if attempt == 0 else task_id
+
+    async def work(progress: RunProgress) -> RunOutcome:
+        progress.publish("prepare", metadata={"message": f"preparing {arguments.dataset}"})
+        for step in range(10):
+            await asyncio.sleep(PREPARE_SECONDS / 10)
+            if attempt == 0 and step == 1:
+                maybe_kill("task.foreground", _export_tag(arguments), effect)
+        return RunOutcome.waiting_input(
+            f"Export {arguments.dataset}?", APPROVAL, {"phase": "asked"}
+        )
+
+    return TaskRun(work, checkpoint={"phase": "preparing"})
+
+
+def _write(task_id: str, arguments: ExportArgs, attempt: int) -> TaskRun:
+    """Write once per task id (a recovered run finds an earlier write and stops there)."""
+    key = f"export:{arguments.dataset}"
+
+    async def work(progress: RunProgress) -> str:
+        await asyncio.sleep(0.2)  # the first heartbeat carries the checkpoint
+        if _written(task_id):
+            return key
+        append(
+            {
+                "ev": "tool_enter",
+                "effect": task_id,
+                "entry": attempt,
+                "tool": "export",
+                "pid": os.getpid(),
+            }
+        )
+        maybe_kill("task.before", _export_tag(arguments), task_id)
+        append({"ev": "effect", "effect": task_id, "key": key})
+        progress.checkpoint({"phase": "written"})
+        maybe_kill("task.after", _export_tag(arguments), task_id)
+        return key
+
+    return TaskRun(work, checkpoint={"phase": "answered"})
+
+
+@background_tool(
+    permission="write", execution="parallel", foreground_timeout=0.3, heartbeat_timeout=2
+)
+class Export:
+    """Export a dataset (it asks before it writes)."""
+
+    async def start(self, task_id: str, arguments: ExportArgs, attempt: int) -> RunHandle:
+        return _prepare(task_id, arguments, attempt)
+
+    async def adopt(
+        self, task_id: str, arguments: ExportArgs, attempt: int, run: RunHandle
+    ) -> RunHandle:
+        maybe_kill("task.adopt", _export_tag(arguments), task_id)
+        return run
+
+    async def recover(
+        self, task_id: str, arguments: ExportArgs, attempt: int, checkpoint: Any
+    ) -> RunHandle:
+        maybe_kill("task.recover", _export_tag(arguments), task_id)
+        phase = checkpoint.get("phase") if isinstance(checkpoint, dict) else None
+        if phase in ("answered", "written"):
+            return _write(task_id, arguments, attempt)
+        return _prepare(task_id, arguments, attempt)
+
+    async def resume(
+        self,
+        task_id: str,
+        arguments: ExportArgs,
+        attempt: int,
+        request_id: str,
+        data: Any,
+        checkpoint: Any,
+    ) -> RunHandle:
+        if not data["approved"]:
+            raise ToolFailure("export refused")
+        return _write(task_id, arguments, attempt)
+
+
+export = Export
+
+TOOLS = [inventory, write_item, notify, deploy, note, export]
 
 
 def _definitions(heartbeat: timedelta | None) -> list[Definition]:
@@ -219,9 +351,9 @@ def _definitions(heartbeat: timedelta | None) -> list[Definition]:
         timeouts = {"model_heartbeat_timeout": heartbeat, "tool_heartbeat_timeout": heartbeat}
     root = Definition(
         "faults",
-        tools=[inventory, write_item, notify, deploy],
+        tools=[inventory, write_item, notify, deploy, export],
         delegates=[Delegate("summarize", "Summarise the changes", definition="faults-helper")],
-        max_model_calls=12,
+        max_model_calls=24,
         max_concurrent_tool_calls=2,
         **timeouts,
     )
@@ -243,6 +375,43 @@ def definitions_for(task_queue: str) -> list[Definition]:
 # --- the planner (the model) -----------------------------------------------------------
 
 
+ENDED = ("completed", "failed", "canceled")
+TASK_WAIT_SECONDS = 10
+
+
+def _envelopes(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
+    """The background envelopes the model has read: tool results and notifications."""
+    texts = [r.content for m in messages if m.role == "tool" for r in m.tool_results]
+    texts += [m.text for m in messages if m.role == "user" and m.text]
+    found: list[dict[str, Any]] = []
+    for text in texts:
+        if '"type"' not in text:
+            continue
+        try:
+            envelope = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(envelope, dict) and envelope.get("tool") == "export":
+            found.append(envelope)
+    return found
+
+
+def _export(messages: tuple[Message, ...] | list[Message]) -> tuple[set[str], str | None]:
+    """(what the exports finished, the task still running if any)."""
+    done: set[str] = set()
+    launched: list[str] = []
+    ended: set[str] = set()
+    for envelope in _envelopes(messages):
+        if envelope.get("status") == "completed" and isinstance(envelope.get("data"), str):
+            done.add(envelope["data"])
+        if envelope["type"] == "launch_result":
+            launched.append(envelope["task_id"])
+        elif envelope.get("status") in ENDED and envelope.get("task_id"):
+            ended.add(envelope["task_id"])
+    running = [t for t in launched if t not in ended]
+    return done, (running[-1] if running else None)
+
+
 def _done(messages: tuple[Message, ...] | list[Message]) -> set[str]:
     return {
         r.content for m in messages if m.role == "tool" for r in m.tool_results if not r.is_error
@@ -257,10 +426,16 @@ def plan(messages: tuple[Message, ...] | list[Message]) -> Response:
         if "note:changes" not in done:
             return reply.tool_calls(("note", {"text": "changes"}))
         return reply.text(SUMMARY)
+    exported, running = _export(messages)
+    done |= exported
     for round_ in ROOT_PLAN:
-        missing = [p for p in round_ if p.done not in done]
+        missing = [p for p in round_ if p.done not in done and not (p.name == "export" and running)]
         if missing:
             return reply.tool_calls(*[(p.name, p.arguments) for p in missing])
+    if running is not None:
+        return reply.tool_calls(
+            ("task_output", {"task_id": running, "wait_seconds": TASK_WAIT_SECONDS})
+        )
     steered = any(m.role == "user" and m.text == STEER_TEXT for m in messages)
     keys = ", ".join(p.done for round_ in ROOT_PLAN for p in round_)
     return reply.text(f"done: {keys}{' (steered)' if steered else ''}")

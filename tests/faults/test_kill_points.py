@@ -41,7 +41,7 @@ from tests.faults.host import (
 )
 from tests.live.harness import MODE_BY_QUEUE, STARTED_IDS
 
-Kind = Literal["activity", "workflow", "host"]
+Kind = Literal["activity", "workflow", "host", "task"]
 NOTIFY_UNCONFIRMED = "chat gateway timed out"
 LOST_WORKER = "activity timed out: HEARTBEAT"
 
@@ -52,6 +52,8 @@ class KillPoint:
     kind: Kind
     ci: tuple[ToolCallWorkflows, ...] = ()
     """The mappings this point runs in by default (all of them with --full)."""
+    then: str = ""
+    """A kill point armed in the second worker (a third takes over once it fired)."""
 
 
 POINTS = [
@@ -75,18 +77,32 @@ POINTS = [
     KillPoint("tool.before:deploy=prod#2", "activity"),
     KillPoint("tool.after:deploy=prod#2", "activity", ci=("always",)),
     KillPoint("tool.after:note=changes#1", "activity"),
+    # inside a background tool's run (the export): its foreground attempt is the tool call's
+    # activity; the others are background attempts (the call has settled with its launch)
+    KillPoint("task.foreground:export=sales", "activity", ci=("on_demand",)),
+    KillPoint("task.adopt:export=sales", "task", ci=("always",)),
+    KillPoint("task.before:export=sales", "task", ci=("on_demand",)),
+    KillPoint("task.after:export=sales", "task", ci=("always",)),
+    KillPoint(
+        "task.after:export=sales",
+        "task",
+        ci=("on_demand",),
+        then="task.recover:export=sales",
+    ),
     # inside workflow tasks (not replays): the task is lost with the process
     KillPoint("wf.schedule_model:root#2", "workflow"),
     KillPoint("wf.schedule_tool:deploy=prod#2", "workflow"),
     KillPoint("wf.start_child:deploy=prod#1", "workflow", ci=("on_demand",)),
     KillPoint("wf.child_first_task:deploy=prod#1", "workflow"),
     KillPoint("wf.start_delegate:2/0", "workflow"),
+    KillPoint("wf.start_task:export=sales#1", "workflow", ci=("always",)),
     KillPoint("wf.update:steer", "workflow"),
     KillPoint("wf.update:tool_input", "workflow"),
     KillPoint("wf.update:resolve", "workflow", ci=("always",)),
     KillPoint("wf.continue_as_new:root", "workflow"),
     # between workflow tasks, at a state the host observes
     KillPoint("host.input_wait", "host"),
+    KillPoint("host.task_input_wait", "host", ci=("on_demand",)),
     KillPoint("host.unknown_held", "host"),
     KillPoint("host.paused_answer", "host", ci=("on_demand",)),
     KillPoint("host.paused_resolution", "host"),
@@ -99,7 +115,8 @@ def _cases() -> list[object]:
     for kill in POINTS:
         for mode in MODES:
             marks = () if mode in kill.ci else (pytest.mark.full,)
-            cases.append(pytest.param(kill, mode, id=f"{kill.point}-{mode}", marks=marks))
+            name = kill.point + (f"+{kill.then}" if kill.then else "")
+            cases.append(pytest.param(kill, mode, id=f"{name}-{mode}", marks=marks))
     return cases
 
 
@@ -140,6 +157,10 @@ class HostKiller:
         ]
         quiet = len(snap.root.active_children) == 1
         if self.point == "host.input_wait" and snap.pending_tool_inputs:
+            self._kill()
+            return True
+        task_waits = [w for w in snap.pending_tool_inputs if "/task/" in w.process_id]
+        if self.point == "host.task_input_wait" and task_waits:
             self._kill()
             return True
         if self.point == "host.unknown_held" and notify_held and quiet:
@@ -183,10 +204,12 @@ async def run_kill_point(
     armed = kill.point if kill.kind != "host" else ""
     address = address_of(env)
     first = WorkerProcess(address, queue, ledger, mode, armed)
-    second = WorkerProcess(address, queue, ledger, mode)
-    with cleanup([first, second]):
-        await first.ready()
-        await second.ready()
+    second = WorkerProcess(address, queue, ledger, mode, kill.then)
+    third = WorkerProcess(address, queue, ledger, mode) if kill.then else None
+    workers = [first, second, *([third] if third else [])]
+    with cleanup(workers):
+        for worker in workers:
+            await worker.ready()
         first.go()
         scope = ScopeClient(env.client, task_queue=queue)
         handle = await scope.start("faults", scenario.PROMPT, continue_as_new_every=2)
@@ -195,6 +218,9 @@ async def run_kill_point(
         async def replace() -> None:
             await wait_dead(first, 90)
             second.go()
+            if third is not None:
+                await wait_dead(second, 90)
+                third.go()
 
         replacing = asyncio.create_task(replace())
         log = HostLog()
@@ -217,9 +243,10 @@ async def run_kill_point(
     figures.FIGURES["losses"] += len(result.lost)
     assert result.duplicates == []
     assert result.lost == [] and result.unexpected == []
-    assert result.kills == [kill.point], "the kill point must fire exactly once"
+    fired_points = [kill.point, *([kill.then] if kill.then else [])]
+    assert result.kills == fired_points, "each kill point must fire exactly once"
     entries = scenario.read_ledger(ledger)
-    [fired] = [e for e in entries if e["ev"] == "kill"]
+    fired = next(e for e in entries if e["ev"] == "kill")
     if kill.kind == "activity":
         # the interrupted call was held as unknown (its worker lost) and settled by the host
         assert fired["effect"] in log.settled, (fired, log.settled)
@@ -246,7 +273,7 @@ async def test_kill_point_then_takeover_nothing_twice_nothing_lost(
 
 
 def test_kill_points_cover_every_kind_and_both_mappings_in_ci() -> None:
-    assert len({k.point for k in POINTS}) == len(POINTS) >= 20
+    assert len({(k.point, k.then) for k in POINTS}) == len(POINTS) >= 20
     ci = [(k.kind, m) for k in POINTS for m in k.ci]
-    assert {kind for kind, _ in ci} == {"activity", "workflow", "host"}
+    assert {kind for kind, _ in ci} == {"activity", "workflow", "host", "task"}
     assert {mode for _, mode in ci} == set(MODES)

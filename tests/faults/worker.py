@@ -34,7 +34,7 @@ from temporalio.worker import (
 
 from scope_temporal import ScopeWorker
 from scope_temporal.definition import ToolCallWorkflows
-from scope_temporal.names import MODEL_ACTIVITY, TOOL_ACTIVITY, TOOL_CALL_WORKFLOW
+from scope_temporal.names import MODEL_ACTIVITY, TASK_WORKFLOW, TOOL_ACTIVITY, TOOL_CALL_WORKFLOW
 from tests.faults import scenario
 from tests.live.harness import in_mode
 
@@ -63,6 +63,9 @@ class _Outbound(WorkflowOutboundInterceptor):
         if input.workflow == TOOL_CALL_WORKFLOW:
             call = input.args[0].request.call
             _wf_kill("wf.start_child", scenario.call_tag(call.name, call.arguments, 1))
+        elif input.workflow == TASK_WORKFLOW:  # the handoff: the call's task starts
+            launch = input.args[0].launch
+            _wf_kill("wf.start_task", scenario.call_tag(launch.tool, launch.arguments, 1))
         else:
             _wf_kill("wf.start_delegate", input.id.rsplit("/delegate/", 1)[-1])
         return await super().start_child_workflow(input)

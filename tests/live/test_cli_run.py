@@ -1,5 +1,6 @@
 """The CLI as a user drives it: `dev` + `worker` + `run` (answering at a real terminal with
-pexpect), then `list`, `inspect`, `steer`, `answer` and `resolve` on running Interactions."""
+pexpect), then `list`, `inspect`, `steer`, `submit`, `answer` and `resolve` on running
+Interactions."""
 
 from __future__ import annotations
 
@@ -160,6 +161,18 @@ def test_list_inspect_steer_answer_on_a_running_interaction(stack: Stack) -> Non
     )
     conflict = stack.cli("steer", "cli-steer", "note-1", "something else", ok=False)
     assert "interaction.signal.conflict" in conflict
+
+    submitted = stack.cli(
+        "submit", "cli-steer", "export_logs", '{"services": ["payments-db"]}', "--key", "ev-1"
+    )
+    assert "task cli-steer/task/submit/ev-1 submitted" in submitted
+    again = stack.cli(
+        "submit", "cli-steer", "export_logs", '{"services": ["payments-db"]}', "--key", "ev-1"
+    )
+    assert "task cli-steer/task/submit/ev-1 submitted" in again  # the same task
+    bad = stack.cli("submit", "cli-steer", "export_logs", '{"services": ["nope"]}', ok=False)
+    assert "submit refused" in bad and "no logs for ['nope']" in bad
+    assert "tool.background.submit_invalid" in bad
 
     refused = stack.cli("answer", "cli-steer", wait["wait_id"], '{"approved": 1}', ok=False)
     assert "approved: 1 is not of type 'boolean'" in refused

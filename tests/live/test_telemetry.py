@@ -44,6 +44,7 @@ from scope_temporal import (
     ScriptedModel,
     ToolResult,
     Usage,
+    background_tool,
     configure_tracing,
     reply,
     settle_model_result,
@@ -58,7 +59,7 @@ from scope_temporal.workflows.background_task import BackgroundTaskWorkflow
 from scope_temporal.workflows.interaction import InteractionWorkflow
 from scope_temporal.workflows.serving import RegistryInterceptor
 from scope_temporal.workflows.tool_call import ToolCallWorkflow
-from tests.live.background_tools import Job
+from tests.live.background_tools import Job as NotifyingJob
 from tests.live.harness import STARTED_IDS, eventually
 
 
@@ -101,6 +102,19 @@ def definitions(suffix: str) -> list[Definition]:
         max_concurrent_tool_calls=2,
     )
     return [root, helper]
+
+
+Job = background_tool(
+    name="job",
+    permission="read",
+    execution="parallel",
+    foreground_timeout=0.5,
+    heartbeat_timeout=2,
+    notify=False,
+)(type(NotifyingJob.impl))
+"""The live tests' job, without lifecycle notifications: the scripted model has exactly
+the turns the test counts (a notification arriving before the last reply would add one,
+and the script has none left)."""
 
 
 def models() -> dict[str, ScriptedModel]:

@@ -23,6 +23,7 @@ def test_the_cli_has_every_command_of_the_issue() -> None:
         "sessions",
         "setup",
         "steer",
+        "submit",
         "worker",
     ]
 

@@ -44,6 +44,7 @@ RUN_BY: dict[str, str | tuple[str, ...]] = {
     "scope-temporal setup": "tests/live/test_cli_setup.py",
     "scope-temporal inspect": "tests/live/test_cli_run.py",
     "scope-temporal steer": "tests/live/test_cli_run.py",
+    "scope-temporal submit": "tests/live/test_cli_run.py",
     "scope-temporal answer": "tests/live/test_cli_run.py",
     "scope-temporal resolve": (
         "tests/live/test_cli_run.py",
