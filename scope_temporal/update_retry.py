@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 from scope_temporal import names
 
-_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 8.0)
+TOO_SOON_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 8.0)
 """Seconds before each new try (about 24 s in all); the next task usually comes at once."""
 
 
@@ -35,7 +35,7 @@ async def execute_update(
         WorkflowUpdateFailedError: any other refusal or failure, or still too soon after
             the last try.
     """
-    for pause in (*_PAUSES, None):
+    for pause in (*TOO_SOON_PAUSES, None):
         try:
             return await handle.execute_update(update, *args, **kw)
         except WorkflowUpdateFailedError as error:
@@ -45,4 +45,4 @@ async def execute_update(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-__all__ = ["execute_update", "sent_too_soon"]
+__all__ = ["TOO_SOON_PAUSES", "execute_update", "sent_too_soon"]

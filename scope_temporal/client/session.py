@@ -47,11 +47,11 @@ from scope_temporal.payloads import (
     SessionInput,
     SessionSend,
 )
-from scope_temporal.update_retry import execute_update, sent_too_soon
+from scope_temporal.update_retry import TOO_SOON_PAUSES, execute_update, sent_too_soon
 
 _QUERY_TIMEOUT = timedelta(seconds=10)
 _CATCH_UP_POLLS, _CATCH_UP_SECONDS = 200, 0.05  # at most 10 s for the session to take an end
-_DELIVERY_ATTEMPTS = 12
+_DELIVERY_ATTEMPTS = len(TOO_SOON_PAUSES) + 1
 
 
 class SessionOwner(Protocol):
@@ -187,7 +187,7 @@ class SessionHandle:
                 return receipt
             except WorkflowUpdateFailedError as error:
                 if sent_too_soon(error) and attempt < _DELIVERY_ATTEMPTS:
-                    await asyncio.sleep(min(0.05 * 2**attempt, 2.0))  # it was mid-task: again
+                    await asyncio.sleep(TOO_SOON_PAUSES[attempt - 1])  # it was mid-task: again
                     continue
                 raise typed_refusal(error) from error
             except WorkflowAlreadyStartedError:
