@@ -67,6 +67,8 @@ TASK_CANCELED = "tool.background.canceled"
 TASK_NOT_RESUMABLE = "tool.background.not_resumable"
 TASK_PROGRESS_CONFLICT = "tool.background.progress_conflict"
 TASK_PROGRESS_INVALID = "tool.background.progress_invalid"
+# No implementation of the task's capability class is registered on the worker.
+TASK_UNREGISTERED = "tool.background.unregistered"
 SUBMIT_INVALID = "tool.background.submit_invalid"
 SUBMIT_CONFLICT = "tool.background.submit_conflict"
 
@@ -123,6 +125,8 @@ CODE_KINDS: dict[str, FailureKind] = {
     TASK_NOT_RESUMABLE: "contract",
     TASK_PROGRESS_CONFLICT: "contract",
     TASK_PROGRESS_INVALID: "contract",
+    # The worker's registrations: the operator deploys the implementation the task needs.
+    TASK_UNREGISTERED: "host",
     SUBMIT_INVALID: "contract",
     SUBMIT_CONFLICT: "contract",
 }

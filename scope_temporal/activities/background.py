@@ -15,7 +15,7 @@ from temporalio import activity
 from scope_temporal import names
 from scope_temporal.background.attempts import Beat, Tell, run_attempt
 from scope_temporal.background.runtime import BackgroundRuntime
-from scope_temporal.background.tool import BackgroundTool
+from scope_temporal.background.serving import serving_tool
 from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.payloads import HeartbeatState, TaskAttemptInput, TaskReport
 from scope_temporal.tools.outcome import ProgressSummary
@@ -34,15 +34,12 @@ async def attempt_task(
     heartbeat_every: float,
     stop_on_cancel: Callable[[], bool],
 ) -> AttemptReport:
-    """One attempt as `scope.task.attempt` makes it (see `background.attempts`): lost if
-    this worker has no background tool of that name."""
-    tool = tools.get(plan.tool)
-    if not isinstance(tool, BackgroundTool):
-        return AttemptReport(
-            attempt=attempt,
-            lost=f"no background tool {plan.tool!r} is registered on the worker that ran "
-            "the attempt",
-        )
+    """One attempt as `scope.task.attempt` makes it (see `background.attempts`), on the
+    implementation of the task's capability class (`background.serving`); unserved, with
+    nothing run, if this worker has none."""
+    tool = serving_tool(tools, plan, recovering=previous is not None)
+    if isinstance(tool, str):
+        return AttemptReport(attempt=attempt, unserved=tool)
     return await run_attempt(
         tool,
         plan,

@@ -35,6 +35,7 @@ from scope_temporal.tools.decorator import (
 from scope_temporal.tools.docstrings import summary
 from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.middleware import Middleware
+from scope_temporal.tools.registry import RetiredTool
 from scope_temporal.tools.schema import parameters_schema
 from scope_temporal.tools.spec import (
     RUN_IN_BACKGROUND,
@@ -180,6 +181,13 @@ class BackgroundTool(Tool[..., Any]):
     async def adopt(self, task_id: str, arguments: Any, attempt: int, run: RunHandle) -> RunHandle:
         handle: RunHandle = await self.impl.adopt(task_id, arguments, attempt, run)
         return handle
+
+    def retired(self) -> RetiredTool:
+        """This implementation, registered only for the tasks launched under its capability
+        class: `tools=[NewBuild, OldBuild.retired()]` after `build` changed class (see
+        docs/background-tools.md, "Changing a tool's capability class"). It serves their
+        attempts and nothing else: no model calls it, no Definition binds it."""
+        return RetiredTool(self)
 
     async def invoke(self, arguments_json: str) -> object:
         """The foreground attempt (see `foreground.run_foreground`)."""

@@ -21,6 +21,9 @@ event) pair and where it may lead; any other pair is refused):
     cancelling a running attempt asks the driver to stop it, and its report says how it
     ended.
  6. Progress counts only grow: a stale report changes nothing.
+ 7. Every attempt runs on an implementation of the capability class the task was launched
+    under; one that no registered implementation could run (`unserved`) fails the task
+    with `tool.background.unregistered` (nothing ran: an answer it carried is unapplied).
 
 Every transition works on a copy: a refused input (`ScopeError`) changes nothing, and an
 unexpected exception fails the task closed (`interaction.state.invalid`).
@@ -172,6 +175,9 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
         plan = s.plan
         assert plan is not None  # running always has a plan
         s.plan = None
+        if report.unserved is not None:
+            self._end(s, "failed", error=report.unserved, code=errors.TASK_UNREGISTERED)
+            return
         request = plan.request_id if plan.mode == "resume" else None
         if report.refused is not None and request is not None:
             s.verdicts[request] = "refused"
@@ -193,7 +199,8 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
             s.verdicts.setdefault(request, "accepted")
         outcome = report.outcome
         if outcome is None:
-            if plan.mode == "adopt" and self._recoverable(s) and s.cancel_reason is None:
+            recoverable = s.launch.settings.recoverable
+            if plan.mode == "adopt" and recoverable and s.cancel_reason is None:
                 s.phase = "ready"
                 s.plan = self._plan("recover", s)
                 return
@@ -300,10 +307,6 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
     # --- helpers ---------------------------------------------------------------------
 
     @staticmethod
-    def _recoverable(s: TaskState) -> bool:
-        return s.launch.settings.recoverable
-
-    @staticmethod
     def _plan(
         mode: Literal["start", "recover", "resume", "adopt"],
         s: TaskState,
@@ -325,6 +328,7 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
             queue=queue,
             context=s.launch.context,
             deadline=s.launch.deadline,
+            capability=s.launch.settings.capability,
         )
 
     @staticmethod

@@ -17,6 +17,7 @@ from scope_temporal.interaction.snapshot import (
     TaskStatus,
 )
 from scope_temporal.tools.outcome import ProgressSummary, RunOutcome, TaskLaunch
+from scope_temporal.tools.spec import CapabilityClass
 
 Phase = Literal["ready", "running", "waiting_input", "completed", "failed", "canceled"]
 Verdict = Literal["accepted", "refused", "unapplied"]
@@ -49,6 +50,10 @@ class AttemptPlan(_Value):
     """The task's inherited run context (what `run_context()` returns in the attempt)."""
     deadline: datetime | None = None
     """When the operation must have ended (the tool's `operation_timeout`), if ever."""
+    capability: CapabilityClass | None = None
+    """The capability class the task was launched under: the attempt runs on an
+    implementation of it (`ToolRegistry.implementation`). None in plans scheduled before
+    it was recorded: the tool's registration of today runs them."""
 
 
 class AttemptReport(_Value):
@@ -62,6 +67,9 @@ class AttemptReport(_Value):
     """`resume` refused the answer, before any side effect: the tool's message."""
     lost: str | None = None
     """Why the attempt has no outcome."""
+    unserved: str | None = None
+    """No implementation registered on the worker could run the attempt (nothing ran):
+    what is missing and what to register."""
     checkpoint: Any = None
     progress: ProgressSummary | None = None
 

@@ -29,7 +29,7 @@ from scope_temporal.tools.outcome import (
     disposition_of,
 )
 from scope_temporal.tools.output import ToolOutput
-from scope_temporal.tools.registry import ToolRegistry
+from scope_temporal.tools.registry import RetiredTool, ToolRegistry
 from scope_temporal.tools.spec import ConcurrencyClassifier, Execution, Permission, ToolSpec
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "OutputMask",
     "Permission",
     "Rejected",
+    "RetiredTool",
     "Succeeded",
     "Tool",
     "ToolBudget",

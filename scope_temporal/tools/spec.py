@@ -47,6 +47,11 @@ def is_provider_tool_name(name: str) -> bool:
 RUN_IN_BACKGROUND = "run_in_background"
 """The argument the framework adds to every background tool's schema."""
 
+CapabilityClass = Literal["plain", "recoverable"]
+"""What a background tool's tasks survive: `recoverable` ones (with `recover`) the loss
+of a worker, `plain` ones nothing. A task runs every attempt on an implementation of the
+class it was launched under (`ToolRegistry.implementation`)."""
+
 
 class BackgroundSpec(BaseModel):
     """How a background tool's calls move to, and run in, the background (see
@@ -71,6 +76,11 @@ class BackgroundSpec(BaseModel):
     """The tool can take a live foreground run into the background (`adopt`)."""
     notify: bool = True
     """Its tasks tell their Interaction when they end or wait for input (a steer)."""
+
+    @property
+    def capability(self) -> CapabilityClass:
+        """The tool's capability class (see `CapabilityClass`)."""
+        return "recoverable" if self.recoverable else "plain"
 
 
 class ToolSpec(BaseModel):

@@ -101,6 +101,7 @@ ACTIVITY_SIDE = (
     "background.foreground",
     "background.observe",
     "background.runtime",
+    "background.serving",
     "background.task_tools",
     "background.tool",
 )

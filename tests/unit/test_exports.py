@@ -80,6 +80,7 @@ EXPORTED = [
     "Response",
     "ResultEntry",
     "Resumable",
+    "RetiredTool",
     "RoundResults",
     "RunHandle",
     "RunOutcome",

@@ -26,6 +26,7 @@ EXPECTED = {
     "chain",
     "inner",
     "ToolRegistry",
+    "RetiredTool",
     "execute_tool",
     # outcomes and the policy literals they use
     "ToolOutcome",
