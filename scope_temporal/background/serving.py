@@ -38,12 +38,17 @@ def serving_tool(
         return _unregistered(tools, plan)
     layer: _Layer | None = "recover" if recovering else _LAYER_OF_MODE.get(plan.mode)
     if layer is not None and not _has(found.settings, layer):
+        kind = found.settings.capability
+        wanted = capability or ("recoverable" if layer == "recover" else kind)
+        fix = (
+            f"register its former {wanted} implementation for it: tools=[..., Former.retired()]"
+            if wanted != kind
+            else f"register an implementation of {plan.tool!r} with {layer}(...)"
+        )
         return (
-            f"the {found.settings.capability} implementation of background tool "
-            f"{plan.tool!r} registered on this worker has no {layer}(...), which this "
-            f"attempt needs; the task was launched under an implementation that had it. "
-            f"Register one of class {capability or found.settings.capability!r} with "
-            f"{layer}(...) (e.g. the former one: tools=[..., Former.retired()]). Nothing ran "
+            f"the {kind} implementation of background tool {plan.tool!r} registered on the "
+            f"worker that ran the attempt has no {layer}(...), which the attempt needs (the "
+            f"task was launched under an implementation that had it): {fix}. Nothing ran "
             "in this attempt."
         )
     return found
