@@ -17,17 +17,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client
-
 from scope_temporal import (
     Definition,
-    LocalFileMaterializer,
     ModelRequest,
     Response,
     RunHandle,
     RunProgress,
-    ScopeWorker,
-    ScriptedModel,
     TaskRun,
     background_tool,
     reply,
@@ -68,7 +63,7 @@ class RecoverableFragile:
         return _done({"name": arguments.name, "by": "recoverable"})
 
 
-CALLS = {
+CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "ledger": ("ledger", {"steps": 12}),  # moves to the background after 0.5 s
     "ledger now": ("ledger", {"steps": 2, "run_in_background": True}),
     "fragile": ("fragile", {"name": "x", "run_in_background": True}),  # v1: runs 600 s
@@ -87,34 +82,22 @@ def _definition(tools: list[Any]) -> Definition:
     return Definition("migrate", tools=tools, tool_heartbeat_timeout=timedelta(seconds=2))
 
 
-VERSIONS: dict[str, tuple[list[Definition], list[Any]]] = {
-    "1": ([_definition([Ledger, Fragile])], [Ledger, Fragile]),
+VERSIONS: dict[str, tuple[list[Definition], tuple[Any, ...]]] = {
+    "1": ([_definition([Ledger, Fragile])], (Ledger, Fragile)),
     "2": (
         [_definition([PlainLedger, RecoverableFragile])],
-        [PlainLedger, RecoverableFragile, Ledger.retired()],
+        (PlainLedger, RecoverableFragile, Ledger.retired()),
     ),
     "2-bare": (  # version 2 deployed without the retired implementation
         [_definition([PlainLedger, RecoverableFragile])],
-        [PlainLedger, RecoverableFragile],
+        (PlainLedger, RecoverableFragile),
     ),
 }
 """Each version's Definitions and the tools its worker registers."""
 
 
-async def main(address: str, task_queue: str, output: str, version: str) -> None:
-    definitions, tools = VERSIONS[version]
-    worker = ScopeWorker(
-        await Client.connect(address),
-        task_queue=task_queue,
-        definitions=definitions,
-        tools=tools,
-        models={"default": ScriptedModel(plan)},
-        materializer=LocalFileMaterializer(output),
-    )
-    print("worker ready", flush=True)
-    await worker.run()
-
-
 if __name__ == "__main__":
     task_loss_worker.SIDE_EFFECTS[0] = Path(sys.argv[3])
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[4], sys.argv[5]))
+    definitions, tools = VERSIONS[sys.argv[5]]
+    address, queue, output = sys.argv[1], sys.argv[2], sys.argv[4]
+    asyncio.run(task_loss_worker.main(address, queue, output, definitions, tools, plan))

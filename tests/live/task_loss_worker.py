@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -130,14 +131,22 @@ DEFINITIONS = [
 ]
 
 
-async def main(address: str, task_queue: str, output: str) -> None:
+async def main(
+    address: str,
+    task_queue: str,
+    output: str,
+    definitions: list[Definition] = DEFINITIONS,
+    tools: tuple[Any, ...] = (Ledger, Fragile),
+    answer: Callable[[ModelRequest], Response] = plan,
+) -> None:
+    """Serve `definitions` with `tools` (by default this module's app) until killed."""
     client = await Client.connect(address)
     worker = ScopeWorker(
         client,
         task_queue=task_queue,
-        definitions=DEFINITIONS,
-        tools=[Ledger, Fragile],
-        models={"default": ScriptedModel(plan)},
+        definitions=definitions,
+        tools=tools,
+        models={"default": ScriptedModel(answer)},
         materializer=LocalFileMaterializer(output),
     )
     print("worker ready", flush=True)

@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import uuid
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -60,49 +61,53 @@ async def replays(client: Client, interaction_id: str, version: str) -> None:
             assert result.replay_failure is None, (interaction_id + suffix, served)
 
 
+@dataclass
+class Change:
+    """What happened across the change: the old call's task and the new one's."""
+
+    old: str
+    """The id of the Interaction version 1 served."""
+    new: str
+    """The id of the Interaction the other version served."""
+    old_task: TaskSnapshot
+    new_task: TaskSnapshot
+    done: list[str]
+    """Every side effect recorded, in order."""
+
+
 async def across_a_change(
-    env: WorkflowEnvironment,
-    tmp_path: Path,
-    old: str,
-    new: str,
-    kill_after: str,
-    version: str = "2",
-) -> tuple[str, str, list[str]]:
-    """Version 1 runs the call `old` until `kill_after` is recorded, is SIGKILLed, and
-    `version` serves on: the old task ends, then the call `new` runs to its task's end.
-    Returns the two Interaction ids and every side effect recorded."""
-    task_queue = f"migrate-{uuid.uuid4().hex[:8]}"
-    effects = tmp_path / "effects.txt"
-    worker = partial(
-        worker_process,
-        address_of(env),
-        task_queue,
-        effects,
-        module="tests.live.migrate_worker",
-    )
-    scope = ScopeClient(env.client, task_queue=task_queue)
-    with worker(args=[str(tmp_path / "out"), "1"]) as first:
+    env: WorkflowEnvironment, tmp_path: Path, calls: tuple[str, str, str], version: str = "2"
+) -> Change:
+    """Version 1 runs the call `old` until `kill_after` is recorded (`calls` is `(old,
+    kill_after, new)`), is SIGKILLed, and `version` serves on: the old task ends, then the
+    call `new` runs to its task's end; both trees replay."""
+    old, kill_after, new = calls
+    queue, effects = f"migrate-{uuid.uuid4().hex[:8]}", tmp_path / "effects.txt"
+    address, out = address_of(env), str(tmp_path / "out")
+    run = partial(worker_process, address, queue, effects, module="tests.live.migrate_worker")
+    scope = ScopeClient(env.client, task_queue=queue)
+    with run(args=[out, "1"]) as first:
         before = await scope.start("migrate", old)
         await before.result()  # the model saw the launch_result and finished
         await wait_for_line(effects, kill_after)
         os.kill(first.pid, signal.SIGKILL)
         first.wait(10)
-    with worker(args=[str(tmp_path / "out"), version]):
-        await task_of(env.client, before.id)
+    with run(args=[out, version]):
+        old_task = await task_of(env.client, before.id)
         after = await scope.start("migrate", new)
         await after.result()
-        await task_of(env.client, after.id)
+        new_task = await task_of(env.client, after.id)
     await replays(env.client, before.id, "1")
     await replays(env.client, after.id, version)
-    return before.id, after.id, lines(effects)
+    return Change(before.id, after.id, old_task, new_task, lines(effects))
 
 
 async def test_a_recoverable_task_recovers_under_its_retired_implementation_after_the_tool_became_plain(  # noqa: E501
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     client = temporal_env.client
-    old, new, done = await across_a_change(temporal_env, tmp_path, "ledger", "ledger now", "step 3")
-    task = await task_of(client, old)
+    change = await across_a_change(temporal_env, tmp_path, ("ledger", "step 3", "ledger now"))
+    old, task, done = change.old, change.old_task, change.done
     assert (task.status, task.data) == ("completed", {"entries": 12})  # no AttributeError
     assert task.attempt >= 2 and await launched_recoverable(client, old)
     [recovered] = [line for line in done if line.startswith("recover ")]  # by version 1's code
@@ -110,45 +115,41 @@ async def test_a_recoverable_task_recovers_under_its_retired_implementation_afte
     assert done.count(f"start {old}/task/1/0") == 1 and done.count(f"done {old}/task/1/0") == 1
     assert f"plain ledger start {old}/task/1/0" not in done
     # the new call runs on the plain implementation, as a plain task
-    fresh = await task_of(client, new)
+    fresh = change.new_task
     assert (fresh.status, fresh.data) == ("completed", {"entries": 2, "by": "plain"})
-    assert not await launched_recoverable(client, new)
-    assert done.count(f"plain ledger start {new}/task/1/0") == 1
+    assert not await launched_recoverable(client, change.new)
+    assert done.count(f"plain ledger start {change.new}/task/1/0") == 1
 
 
 async def test_a_plain_task_keeps_its_single_attempt_after_the_tool_became_recoverable(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     client = temporal_env.client
-    old, new, done = await across_a_change(
-        temporal_env, tmp_path, "fragile", "fragile now", "fragile start 1"
-    )
-    task = await task_of(client, old)
+    calls = ("fragile", "fragile start 1", "fragile now")
+    change = await across_a_change(temporal_env, tmp_path, calls)
+    task = change.old_task
     assert (task.status, task.code) == ("failed", "tool.background.lost")
     assert task.error is not None and "cannot be recovered" in task.error
-    assert not await launched_recoverable(client, old)
+    assert not await launched_recoverable(client, change.old)
     # never started or recovered again, by either version
-    assert [line for line in done if line.startswith("fragile") or old in line] == [
-        "fragile start 1"
-    ]
+    started = [line for line in change.done if line.startswith("fragile") or change.old in line]
+    assert started == ["fragile start 1"]
     # the new call runs on the recoverable implementation, as a recoverable task
-    fresh = await task_of(client, new)
+    fresh = change.new_task
     assert (fresh.status, fresh.data) == ("completed", {"name": "y", "by": "recoverable"})
-    assert await launched_recoverable(client, new)
-    assert done.count(f"recoverable fragile start {new}/task/1/0") == 1
+    assert await launched_recoverable(client, change.new)
+    assert change.done.count(f"recoverable fragile start {change.new}/task/1/0") == 1
 
 
 async def test_without_the_retired_implementation_the_old_task_fails_saying_what_to_register(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    client = temporal_env.client
-    old, new, done = await across_a_change(
-        temporal_env, tmp_path, "ledger", "ledger now", "step 3", version="2-bare"
-    )
-    task = await task_of(client, old)
+    calls = ("ledger", "step 3", "ledger now")
+    change = await across_a_change(temporal_env, tmp_path, calls, version="2-bare")
+    task = change.old_task
     assert (task.status, task.code) == ("failed", "tool.background.unregistered")
     assert task.error is not None and "AttributeError" not in task.error
     assert "no recoverable implementation of background tool 'ledger'" in task.error
     assert "registers 'ledger' as plain" in task.error and ".retired()" in task.error
-    assert not [line for line in done if line.startswith(("recover", "plain ledger start " + old))]
-    assert (await task_of(client, new)).status == "completed"
+    recovered = [line for line in change.done if line.startswith("recover")]
+    assert recovered == [] and change.new_task.status == "completed"
