@@ -34,6 +34,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="MINUTES",
         help="run the fault soak (tests/faults/test_soak.py) for MINUTES (default: skipped)",
     )
+    parser.addoption(
+        "--soak-mapping",
+        default="always",
+        choices=["always", "on_demand"],
+        help="the tool-call mapping the soak's workers run (default: always)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
