@@ -21,6 +21,7 @@ from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.payloads import HeartbeatState
 from scope_temporal.tools.registry import ToolRegistry
 from tests.unit.test_background_machine import machine, report, waiting
+from tests.unit.test_readme_examples import block_under
 
 CALLS: list[str] = []
 
@@ -239,3 +240,16 @@ async def test_a_plain_task_starts_on_the_tool_that_became_recoverable() -> None
     assert CALLS == ["recoverable start 2"]
     kept = await attempt([RECOVERABLE, PLAIN.retired()], "plain")
     assert kept.outcome is not None and CALLS == ["plain start 2"]
+
+
+def test_the_docs_example_registers_the_former_implementation_for_its_tasks_only() -> None:
+    page = "docs/background-tools.md"
+    namespace: dict[str, Any] = {}
+    code = block_under("## Changing a tool's capability class", page)
+    exec(compile(code, page, "exec"), namespace)
+    registry = ToolRegistry(namespace["tools"])
+    ledger, before = namespace["Ledger"], namespace["LedgerBefore"]
+    assert registry.get("ledger") is ledger and registry.retired("ledger") == ("recoverable",)
+    assert registry.implementation("ledger", "recoverable") is before
+    assert registry.implementation("ledger", "plain") is ledger
+    assert namespace["books"].tools.get("ledger") == ledger.spec  # the plain one
