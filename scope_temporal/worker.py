@@ -73,7 +73,9 @@ class ScopeWorker:
             `scope_temporal.converter`. Clients must use the same codec.
         task_queue: the queue `ScopeClient` starts Interactions on.
         definitions: every Definition this queue serves, delegates' included.
-        tools: the tool implementations the Definitions bind.
+        tools: the tool implementations the Definitions bind, and the former
+            implementations of background tools that changed capability class
+            (`BackgroundTool.retired()`), which run only their earlier tasks' attempts.
         models: models by the name Definitions use (`Definition(model="default")`).
         reducers: context reducers by name.
         observers: worker-side observers (failures are isolated; see `observer_failures`).
