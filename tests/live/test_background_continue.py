@@ -16,7 +16,7 @@ from scope_temporal.background import MemoryMaterializer
 from tests.live.background_tools import EVENTS, follow
 from tests.live.harness import eventually, serving
 from tests.live.long_tasks import DONE, PlainTicker, RemoteTicker, Ticker
-from tests.live.task_runs import assert_carried_exactly, task_runs
+from bench.task_runs import assert_carried_exactly, task_runs
 
 pytestmark = pytest.mark.live
 

@@ -9,6 +9,7 @@ import itertools
 from temporalio.client import Client
 
 from scope_temporal.interaction.task_values import AttemptReport
+from scope_temporal.names import TASK_REPORT
 from scope_temporal.payloads import TaskInput
 
 
@@ -20,6 +21,8 @@ class Run:
     reports: list[AttemptReport]
     continued: bool
     """It ended by continuing as new."""
+    progress_reports: int
+    """The progress reports it received (signals from its attempts)."""
 
 
 async def task_runs(client: Client, task_id: str) -> list[Run]:
@@ -37,6 +40,11 @@ async def task_runs(client: Client, task_id: str) -> list[Run]:
                 result = event.activity_task_completed_event_attributes.result.payloads
                 [report] = await converter.decode(result, [AttemptReport])
                 reports.append(report)
+        signals = [
+            e.workflow_execution_signaled_event_attributes.signal_name
+            for e in history.events
+            if e.HasField("workflow_execution_signaled_event_attributes")
+        ]
         last = history.events[-1]
         runs.append(
             Run(
@@ -45,6 +53,7 @@ async def task_runs(client: Client, task_id: str) -> list[Run]:
                 input=input,
                 reports=reports,
                 continued=last.HasField("workflow_execution_continued_as_new_event_attributes"),
+                progress_reports=signals.count(TASK_REPORT),
             )
         )
         run_id = started.continued_execution_run_id
