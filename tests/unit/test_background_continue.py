@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from temporalio.exceptions import ApplicationError
 
 from scope_temporal import RunHandle, RunProgress, TaskRun
 from scope_temporal.background.attempts import run_attempt
@@ -21,9 +22,11 @@ from scope_temporal.errors import ProtocolError
 from scope_temporal.interaction.background_task import BackgroundTaskMachine
 from scope_temporal.interaction.news import TaskNews
 from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
+from scope_temporal.names import UPDATE_AFTER_COMMANDS
 from scope_temporal.payloads import TaskInput
 from scope_temporal.tools.outcome import ProgressSummary, RunOutcome, TaskLaunch
 from scope_temporal.tools.spec import BackgroundSpec
+from scope_temporal.workflows.task_commands import refuse_update_after_commands
 
 TASK = "root/task/1/0"
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}}
@@ -236,3 +239,9 @@ async def test_an_attempt_detaches_a_recoverable_run_and_a_plain_one_runs_to_its
     plain, _ = await _attempt(None, None, budget=2)
     assert not plain.yielded and plain.outcome is not None and plain.outcome.data == {"done": 150}
     assert plain.progress is not None and plain.progress.events == 150
+
+
+def test_an_update_arriving_while_the_task_continues_as_new_is_sent_again() -> None:
+    with pytest.raises(ApplicationError) as refused:
+        refuse_update_after_commands(closing=True)
+    assert refused.value.type == UPDATE_AFTER_COMMANDS  # ScopeClient sends it again
