@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from bench.task_runs import assert_carried_exactly, task_runs
 from scope_temporal import Definition, ScriptedModel, TaskSnapshot, reply
 from scope_temporal.background import MemoryMaterializer
 from tests.live.background_tools import EVENTS, follow
 from tests.live.harness import eventually, serving
 from tests.live.long_tasks import DONE, PlainTicker, RemoteTicker, Ticker
-from bench.task_runs import assert_carried_exactly, task_runs
 
 pytestmark = pytest.mark.live
 
@@ -104,9 +104,7 @@ async def test_an_answer_and_a_cancel_reach_a_task_that_continued_as_new(
         handle = await scope.start("long", "go")
         asking, endless = f"{handle.id}/task/1/0", f"{handle.id}/task/1/1"
         client = scope.client
-        snap = await eventually(
-            handle.snapshot, lambda s: bool(s.pending_tool_inputs), timeout=90
-        )
+        snap = await eventually(handle.snapshot, lambda s: bool(s.pending_tool_inputs), timeout=90)
         [pending] = snap.pending_tool_inputs
         before = await task_runs(client, asking)
         assert len(before) >= 2  # the question was asked by a later run
