@@ -37,6 +37,10 @@ Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
   events and bytes of one run, wall time, store size (bench/limits.py).
 - overload: 100 W runs at once on one worker beside a CPU hog: completed, unknowns, wall
   time, latency p50/p99 (bench/limits.py, bench/overload.py).
+- task_progress: a background task publishing 10,000 progress events over 30 s, with a
+  history bound of 200 events: runs (continue-as-new), the most events and bytes of one
+  run, history events per progress report; checkpoint and count carried over exactly
+  (asserted; bench/task_progress.py).
 
 The dev server runs with the settings of `scope_temporal.testing.devserver` (one
 task-queue partition, `history.transferProcessorMaxPollRPS=1000`).
@@ -71,7 +75,7 @@ from temporalio.worker import Worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package
 
-from bench import baselines, events, limits, workload
+from bench import baselines, events, limits, task_progress, workload
 from bench import sessions as session_bench
 from scope_temporal import (
     Definition,
@@ -492,6 +496,7 @@ ALL = (
     "idle",
     "long_state",
     "overload",
+    "task_progress",
 )
 
 
@@ -527,6 +532,10 @@ async def main(quick: bool, only: tuple[str, ...], idle: int | None = None) -> N
             await limits.long_state(env, rounds=300 if quick else 5000)
         if "overload" in only:
             await limits.overload(env, runs=20 if quick else 100)
+        if "task_progress" in only:
+            await task_progress.task_progress(
+                env, events=10_000, seconds=10 if quick else 30, bound=200, figure=figure
+            )
     finally:
         await env.shutdown()
 

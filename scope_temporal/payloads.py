@@ -18,7 +18,7 @@ from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
 from scope_temporal.interaction.session_values import SessionState
 from scope_temporal.interaction.state import InteractionState
-from scope_temporal.interaction.task_values import AttemptPlan
+from scope_temporal.interaction.task_values import AttemptPlan, TaskState, YieldMode
 from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.tools.outcome import InputRequired, ProgressSummary, TaskLaunch, Unknown
@@ -296,6 +296,19 @@ class ControlInput(_Payload):
     """Signals `scope.pause` / `scope.resume` (no fields yet)."""
 
 
+class TaskCarry(_Payload):
+    """A background task's state, carried from one run to the next (continue-as-new)."""
+
+    state: TaskState
+    told: tuple[str, ...] = ()
+    """The notices already sent to the Interaction (never sent twice)."""
+    shown: tuple[str, int, int, str | None] | None = None
+    """What the tree's event stream was last told (`TaskNews`)."""
+    wait: str | None = None
+    runs: int = 1
+    """Runs of the task so far (this one included)."""
+
+
 class TaskInput(_Payload):
     """Start one `scope.BackgroundTask` (its workflow id is the task id)."""
 
@@ -310,6 +323,11 @@ class TaskInput(_Payload):
     """The workflow hosting the tree's event stream (None: the task reports nothing)."""
     report_to: str | None = None
     """The Interaction to tell when the task waits for an answer, and when no longer."""
+    history_events: int | None = None
+    """The run continues as new before its history passes this many events (None: the
+    default, `driver.task_carry.TASK_HISTORY_EVENTS`)."""
+    carried: TaskCarry | None = None
+    """What the previous run of the task carried over (None: the first run)."""
 
 
 class TaskAttemptInput(_Payload):
@@ -317,6 +335,10 @@ class TaskAttemptInput(_Payload):
 
     plan: AttemptPlan
     heartbeat: timedelta
+    yield_after: int | None = None
+    """Progress reports the task's history has room for (`background.yielding`)."""
+    yield_by: YieldMode | None = None
+    """How the attempt gives its run up then (None: it cannot; it reports rarely)."""
 
 
 class TaskReport(_Payload):

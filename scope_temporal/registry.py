@@ -25,6 +25,8 @@ class Registry:
         definitions: every Definition served, delegates' included.
         payload_limit: the largest payload (bytes of JSON) the framework creates or
             accepts; see `scope_temporal.payload_limits`.
+        task_history_events: a background task started here continues as new before
+            its run's history passes this many events (None: 2,000).
 
     Raises:
         DefinitionError: two of the Definitions share one name, or one's
@@ -36,6 +38,7 @@ class Registry:
         definitions: Iterable[Definition] = (),
         *,
         payload_limit: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
+        task_history_events: int | None = None,
     ) -> None:
         listed = list(definitions)
         names = [d.name for d in listed]
@@ -51,6 +54,8 @@ class Registry:
                 )
         self._definitions = {d.name: d for d in listed}
         self.payload_limit = payload_limit
+        self.task_history_events = task_history_events
+        """The history bound of the background tasks started here (None: the default)."""
 
     @property
     def definitions(self) -> tuple[Definition, ...]:

@@ -91,6 +91,9 @@ class ScopeWorker:
         payload_limit_bytes: the largest payload (model request/response, tool input and
             result) the framework accepts; default 1 MB, or 64 MB with external storage. See
             `scope_temporal.payload_limits`.
+        task_history_events: a background task started by this worker continues as new
+            before its run's history passes this many events (default 2,000; see
+            docs/background-tools.md).
         materializer: where background tasks' progress output is stored (default a
             `LocalFileMaterializer` in `.scope/task-output` of the working directory).
             Every worker that runs a task's attempts or answers its `task_output` must
@@ -155,6 +158,7 @@ class ScopeWorker:
         sticky_queue_schedule_to_start_timeout: timedelta = timedelta(seconds=1),
         storage: StorageDriver | None = None,
         payload_limit_bytes: int | None = None,
+        task_history_events: int | None = None,
         materializer: OutputMaterializer | None = None,
         tracing: bool = False,
         metrics: bool = False,
@@ -188,7 +192,11 @@ class ScopeWorker:
             payload_limit_bytes = (
                 OFFLOADED_PAYLOAD_LIMIT_BYTES if offloads else DEFAULT_PAYLOAD_LIMIT_BYTES
             )
-        self.registry = Registry(definitions, payload_limit=payload_limit_bytes)
+        self.registry = Registry(
+            definitions,
+            payload_limit=payload_limit_bytes,
+            task_history_events=task_history_events,
+        )
         """What this worker serves: its Definitions and payload limit."""
         self.task_queue = task_queue
         self.client, telemetry = worker_telemetry(

@@ -16,6 +16,7 @@ from scope_temporal import names
 from scope_temporal.background.attempts import Beat, Tell, run_attempt
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.background.serving import serving_tool
+from scope_temporal.background.yielding import YieldMode
 from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.payloads import HeartbeatState, TaskAttemptInput, TaskReport
 from scope_temporal.tools.outcome import ProgressSummary
@@ -33,6 +34,8 @@ async def attempt_task(
     tell: Tell,
     heartbeat_every: float,
     stop_on_cancel: Callable[[], bool],
+    yield_after: int | None = None,
+    yield_by: YieldMode | None = None,
 ) -> AttemptReport:
     """One attempt as `scope.task.attempt` makes it (see `background.attempts`), on the
     implementation of the task's capability class (`background.serving`); unserved, with
@@ -50,6 +53,8 @@ async def attempt_task(
         tell=tell,
         heartbeat_every=heartbeat_every,
         stop_on_cancel=stop_on_cancel,
+        yield_after=yield_after,
+        yield_by=yield_by,
     )
 
 
@@ -89,6 +94,8 @@ class TaskActivities:
             tell=tell,
             heartbeat_every=max(input.heartbeat.total_seconds() / 3, 0.2),
             stop_on_cancel=lambda: not activity.is_worker_shutdown(),
+            yield_after=input.yield_after,
+            yield_by=input.yield_by,
         )
 
 

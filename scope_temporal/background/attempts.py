@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from scope_temporal import errors
@@ -29,6 +29,7 @@ from scope_temporal.background.progress import summary_after
 from scope_temporal.background.protocols import RunHandle, RunOutcome
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.background.tool import BackgroundTool
+from scope_temporal.background.yielding import Reporter, Tell, YieldMode, quietly
 from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.payloads import HeartbeatState
 from scope_temporal.tools.context import task_context
@@ -37,8 +38,6 @@ from scope_temporal.tools.outcome import ProgressSummary
 
 Beat = Callable[[HeartbeatState], None]
 """Record the attempt's liveness and checkpoint (an activity heartbeat)."""
-Tell = Callable[[ProgressSummary | None, str | None], Awaitable[None]]
-"""Tell the task: newer progress, or the id of the answer `resume` accepted."""
 
 
 class _Lost(Exception):
@@ -56,6 +55,8 @@ async def run_attempt(
     tell: Tell,
     heartbeat_every: float,
     stop_on_cancel: Callable[[], bool],
+    yield_after: int | None = None,
+    yield_by: YieldMode | None = None,
 ) -> AttemptReport:
     """Run one attempt (see the module docstring) and report how it ended.
 
@@ -65,6 +66,8 @@ async def run_attempt(
         heartbeat_every: seconds between heartbeats.
         stop_on_cancel: whether a cancellation means "stop the run" (False while the
             worker shuts down: the run is left for a retry to recover).
+        yield_after: progress reports the task's history has room for; then the
+            attempt yields its run `yield_by` (see `yielding`), or reports rarely.
 
     Raises:
         asyncio.CancelledError: cancelled while the worker shuts down.
@@ -92,14 +95,18 @@ async def run_attempt(
         return _raised(attempt, step, error, summary)
     beat(HeartbeatState(checkpoint=handle.checkpoint(), events=summary.events))
     if plan.mode == "resume":
-        await _quietly(tell(None, plan.request_id))
-    reporter = _Reporter(tell)
+        await quietly(tell(None, plan.request_id))
+    reporter = Reporter(tell, yield_after)
+    if yield_by == "hold" and runtime.adopt_queue is None:
+        yield_by = None  # nowhere to adopt it: this worker serves no handoff tool now
     observer = RunObserver(
         plan.task_id, handle, runtime.materializer, summary, on_progress=reporter.progress
     )
     beating = asyncio.ensure_future(_beat_forever(handle, observer, beat, heartbeat_every))
     try:
-        outcome = await _outcome(handle, observer, stop_on_cancel, remaining(plan.deadline))
+        yield_at = reporter.spent if yield_by is not None else None
+        left = remaining(plan.deadline)
+        outcome = await _outcome(handle, observer, stop_on_cancel, left, yield_at)
     except RunFailure as failure:
         return AttemptReport(
             attempt=attempt,
@@ -115,6 +122,18 @@ async def run_attempt(
     finally:
         beating.cancel()
         reporter.close()
+    if outcome is None:  # the budget is spent: the run goes on, owned by the next run
+        held_on = None
+        if yield_by == "hold":
+            runtime.live_runs.hold(plan.task_id, handle, observer.summary)
+            held_on = runtime.adopt_queue
+        return AttemptReport(
+            attempt=attempt,
+            yielded=True,
+            held_on=held_on,
+            checkpoint=handle.checkpoint(),
+            progress=observer.summary,
+        )
     return AttemptReport(
         attempt=attempt, outcome=outcome, checkpoint=handle.checkpoint(), progress=observer.summary
     )
@@ -177,11 +196,24 @@ async def _outcome(
     observer: RunObserver,
     stop_on_cancel: Callable[[], bool],
     left: float | None,
-) -> RunOutcome:
+    yield_at: asyncio.Event | None = None,
+) -> RunOutcome | None:
     """The run's outcome; past the operation's deadline (`left` seconds from now) the run
-    is stopped and the outcome is a timeout failure."""
+    is stopped and the outcome is a timeout failure. None: `yield_at` came first (the
+    run goes on, no longer observed)."""
+    watching = asyncio.ensure_future(observer.outcome(left))
     try:
-        outcome = await observer.outcome(left)
+        if yield_at is not None:
+            yielding = asyncio.ensure_future(yield_at.wait())
+            try:
+                await asyncio.wait({watching, yielding}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                yielding.cancel()
+            if not watching.done():
+                watching.cancel()
+                observer.detach()
+                return None
+        outcome = await watching
         if outcome is None:
             assert left is not None  # no limit: it waited for the end
             await handle.stop()
@@ -189,6 +221,7 @@ async def _outcome(
             observer.detach()
             raise RunFailure(errors.TOOL_TIMEOUT, timed_out(outcome))
     except asyncio.CancelledError:
+        watching.cancel()
         if not stop_on_cancel():
             observer.detach()
             raise
@@ -214,43 +247,6 @@ async def _beat_forever(handle: RunHandle, observer: RunObserver, beat: Beat, ev
     while True:
         await asyncio.sleep(every)
         beat(HeartbeatState(checkpoint=handle.checkpoint(), events=observer.summary.events))
-
-
-class _Reporter:
-    """Sends progress to the task, at most every 0.5 s at first and less often as the
-    attempt goes on (every 30 s after a quarter of an hour), so a long task's history
-    stays small; the report at the end carries the final count anyway."""
-
-    def __init__(self, tell: Tell) -> None:
-        self._tell = tell
-        self._latest: ProgressSummary | None = None
-        self._changed = asyncio.Event()
-        self._started = asyncio.get_running_loop().time()
-        self._task = asyncio.ensure_future(self._send())
-
-    def progress(self, summary: ProgressSummary) -> None:
-        self._latest = summary
-        self._changed.set()
-
-    async def _send(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await self._changed.wait()
-            self._changed.clear()
-            await _quietly(self._tell(self._latest, None))
-            await asyncio.sleep(min(max((loop.time() - self._started) / 30, 0.5), 30.0))
-
-    def close(self) -> None:
-        self._task.cancel()
-
-
-async def _quietly(message: Awaitable[None]) -> None:
-    """Progress and acknowledgements are news, not state: a lost one changes nothing the
-    report at the end does not repair."""
-    try:
-        await message
-    except Exception:
-        return
 
 
 __all__ = ["Beat", "Tell", "run_attempt"]

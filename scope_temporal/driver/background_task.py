@@ -16,6 +16,7 @@ import asyncio
 from scope_temporal import errors
 from scope_temporal.background import envelopes
 from scope_temporal.chat import Message
+from scope_temporal.driver import task_carry
 from scope_temporal.driver.transport import AttemptRun, TaskTransport
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.background_task import BackgroundTaskMachine
@@ -36,15 +37,26 @@ class TaskDriver:
     """Drives one background task."""
 
     def __init__(self, input: TaskInput, transport: TaskTransport) -> None:
-        self.machine = BackgroundTaskMachine.start(
-            input.launch, ref=input.ref, parent_id=input.parent_id, definition=input.definition
-        )
+        carry = input.carried
+        if carry is not None:  # a run continued as new: exactly where the last one was
+            self.machine = BackgroundTaskMachine.restore(carry.state)
+            self._news = TaskNews(carry.shown, carry.wait)
+            self._told = set(carry.told)
+            self.runs = carry.runs
+        else:
+            self.machine = BackgroundTaskMachine.start(
+                input.launch, ref=input.ref, parent_id=input.parent_id, definition=input.definition
+            )
+            self._news = TaskNews()
+            self._told = set()
+            self.runs = 1
         self._input = input
         self._transport = transport
         self._attempt: AttemptRun | None = None
         self._stop_sent = False
-        self._news = TaskNews()
-        self._told: set[str] = set()
+        self._yielded = False
+        self.closing = False
+        """The run is continuing as new: updates are refused (the sender tries again)."""
 
     async def run(self) -> TaskSnapshot:
         """Run attempts until the task ends; its final snapshot.
@@ -57,6 +69,7 @@ class TaskDriver:
             while not machine.done:
                 self._show()
                 await self._notify()
+                await self._continue_if_due()
                 plan = machine.next_attempt()
                 if plan is None:
                     await transport.wait_until(lambda: machine.done or machine.phase == "ready")
@@ -73,11 +86,38 @@ class TaskDriver:
         await transport.flush_events()
         return machine.snapshot()
 
+    async def _continue_if_due(self) -> None:
+        """Continue as new when the history is due for it (see `task_carry`) and nothing
+        holds this run: no handler in flight, no cancellation being carried out."""
+        transport, machine = self._transport, self.machine
+        usage = transport.task_history()
+        due = self._yielded or task_carry.continue_due(
+            usage, task_carry.bound_of(self._input), suggested=transport.continue_as_new_suggested()
+        )
+        self._yielded = False
+        if not due or usage is None or machine.state.cancel_reason is not None:
+            return
+        if machine.phase not in ("ready", "waiting_input") or not transport.handlers_finished():
+            return
+        self.closing = True
+        await transport.continue_task_as_new(
+            lambda: task_carry.carried(self._input, machine, self._told, self._news, self.runs)
+        )
+        self.closing = False  # this run may not continue as new (recorded before it could)
+
     async def _run_attempt(self, plan: AttemptPlan) -> AttemptReport:
         settings = self._input.launch.settings
         self._stop_sent = False
+        budget = task_carry.report_budget(
+            self._transport.task_history(), task_carry.bound_of(self._input)
+        )
         self._attempt = attempt = self._transport.start_attempt(
-            TaskAttemptInput(plan=plan, heartbeat=settings.heartbeat_timeout),
+            TaskAttemptInput(
+                plan=plan,
+                heartbeat=settings.heartbeat_timeout,
+                yield_after=budget,
+                yield_by=task_carry.yield_mode(settings) if budget is not None else None,
+            ),
             start_to_close=settings.task_timeout,
             summary=f"{plan.mode} {plan.tool} (attempt {plan.attempt})",
         )
@@ -111,6 +151,7 @@ class TaskDriver:
 
     def _settle(self, report: AttemptReport) -> None:
         self.machine.on_report(report)
+        self._yielded = report.yielded and self.machine.phase == "ready"
         self._transport.changed()
 
     def _changed(self) -> None:

@@ -276,6 +276,24 @@ class TaskTransport(Host, Protocol):
         not take it (it has ended, or does not exist)."""
         ...
 
+    def task_history(self) -> HistoryUsage | None:
+        """How big this run's history is; None on an engine that keeps none (the task
+        never continues as new, its attempts have no report budget)."""
+        ...
+
+    def continue_as_new_suggested(self) -> bool: ...
+
+    def handlers_finished(self) -> bool:
+        """No host input (an update) is being handled."""
+        ...
+
+    async def continue_task_as_new(self, next_input: Callable[[], TaskInput]) -> None:
+        """End this run and continue in a new one from `next_input()`, computed once the
+        run's events are sent and its handlers finished. Returns (nothing changed) when
+        this run may not: it was recorded before tasks continued as new, or the next
+        input would be over the payload limit (warned)."""
+        ...
+
 
 __all__ = [
     "AttemptRun",

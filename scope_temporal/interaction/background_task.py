@@ -24,6 +24,11 @@ event) pair and where it may lead; any other pair is refused):
  7. Every attempt runs on an implementation of the capability class the task was launched
     under; one that no registered implementation could run (`unserved`) fails the task
     with `tool.background.unregistered` (nothing ran: an answer it carried is unapplied).
+ 8. An attempt that yielded its run (so that the task can continue as new; the run goes
+    on) is followed by an `adopt` on the worker holding it, or by a `recover` from its
+    checkpoint (a recoverable tool); nothing is run again. The state carries over whole
+    between runs (`carried_state`, `restore`); only a task not running an attempt
+    continues as new.
 
 Every transition works on a copy: a refused input (`ScopeError`) changes nothing, and an
 unexpected exception fails the task closed (`interaction.state.invalid`).
@@ -42,12 +47,10 @@ from scope_temporal.errors import (
 from scope_temporal.ids import wait_id
 from scope_temporal.interaction.answers import answer_digest, check_answer
 from scope_temporal.interaction.snapshot import (
-    PendingToolInput,
     ProcessSnapshot,
     RejectedSignal,
     SignalKind,
     TaskSnapshot,
-    TaskStatus,
 )
 from scope_temporal.interaction.steering import record_rejection
 from scope_temporal.interaction.task_values import (
@@ -59,6 +62,7 @@ from scope_temporal.interaction.task_values import (
     Verdict,
     lost_reason,
     task_process,
+    task_snapshot,
 )
 from scope_temporal.interaction.transitions import Machine, Table, same
 from scope_temporal.tools.outcome import ProgressSummary, TaskLaunch
@@ -109,7 +113,28 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
             state.plan = machine._plan(mode, state, queue=launch.adopt_queue)
         return machine
 
+    @classmethod
+    def restore(cls, state: TaskState) -> BackgroundTaskMachine:
+        """The task a previous run carried (`carried_state`), exactly as it was.
+
+        Raises:
+            ProtocolError: the state has an attempt running (a run never carries one).
+        """
+        if state.phase == "running":
+            raise ProtocolError(
+                f"Background task {state.launch.task_id!r}: a carried state cannot be "
+                "running an attempt."
+            )
+        return cls(state.model_copy(deep=True))
+
     # --- reading ---------------------------------------------------------------------
+
+    @property
+    def carried_state(self) -> TaskState:
+        """What the next run starts from (`restore`): everything, when no attempt runs."""
+        if self._state.phase == "running":
+            raise ProtocolError("A task running an attempt cannot continue as new.")
+        return self.state
 
     @property
     def state(self) -> TaskState:
@@ -195,9 +220,15 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
             else:
                 s.phase = "waiting_input"
             return
-        if request is not None and report.outcome is not None:
-            s.verdicts.setdefault(request, "accepted")
+        if request is not None and (report.outcome is not None or report.yielded):
+            s.verdicts.setdefault(request, "accepted")  # the run took it, then went on
         outcome = report.outcome
+        if outcome is None and report.yielded and (report.held_on or self._recoverable(s)):
+            s.yields += 1
+            s.phase = "ready"
+            held = report.held_on
+            s.plan = self._plan("adopt", s, queue=held) if held else self._plan("recover", s)
+            return
         if outcome is None:
             recoverable = s.launch.settings.recoverable
             if plan.mode == "adopt" and recoverable and s.cancel_reason is None:
@@ -361,32 +392,7 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
     # --- projection ------------------------------------------------------------------
 
     def snapshot(self) -> TaskSnapshot:
-        s = self._state
-        status: TaskStatus = "running" if s.phase == "ready" or s.phase == "running" else s.phase
-        question = None
-        if s.phase == "waiting_input" and s.question is not None:
-            question = PendingToolInput(
-                process_id=s.launch.task_id,
-                wait_id=s.question.wait_id,
-                prompt=s.question.prompt,
-                response_schema=s.question.response_schema,
-                ref=s.ref,
-            )
-        return TaskSnapshot(
-            task_id=s.launch.task_id,
-            tool=s.launch.tool,
-            ref=s.ref,
-            parent_id=s.parent_id,
-            status=status,
-            attempt=s.plan.attempt if s.phase == "running" and s.plan else s.attempt,
-            progress=s.progress,
-            question=question,
-            data=s.data,
-            error=s.error,
-            code=s.code,
-            cancel_requested=s.cancel_reason is not None,
-            description=s.launch.description,
-        )
+        return task_snapshot(self._state)
 
     def process_snapshot(self) -> ProcessSnapshot:
         return task_process(

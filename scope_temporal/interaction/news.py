@@ -303,9 +303,16 @@ class ToolCallNews:
 class TaskNews:
     """What one background task has reported: its progress and its question."""
 
-    def __init__(self) -> None:
-        self._shown: tuple[str, int, int, str | None] | None = None
-        self._wait: str | None = None
+    def __init__(
+        self, shown: tuple[str, int, int, str | None] | None = None, wait: str | None = None
+    ) -> None:
+        """`shown`, `wait`: what a previous run of the task had reported (`carried`)."""
+        self._shown = shown
+        self._wait = wait
+
+    def carried(self) -> tuple[tuple[str, int, int, str | None] | None, str | None]:
+        """What has been reported, for the task's next run."""
+        return self._shown, self._wait
 
     def step(self, task: TaskSnapshot) -> list[Event]:
         events: list[Event] = []

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from scope_temporal.interaction.snapshot import (
+    PendingToolInput,
     ProcessSnapshot,
     RejectedSignal,
     Status,
@@ -20,6 +21,9 @@ from scope_temporal.tools.outcome import ProgressSummary, RunOutcome, TaskLaunch
 from scope_temporal.tools.spec import CapabilityClass
 
 Phase = Literal["ready", "running", "waiting_input", "completed", "failed", "canceled"]
+YieldMode = Literal["hold", "detach"]
+"""How an attempt gives its run up so that its task can continue as new: held for
+adoption on its worker, or detached for a `recover` from its checkpoint."""
 Verdict = Literal["accepted", "refused", "unapplied"]
 """What became of an answer: the tool took it, refused it, or the task ended first."""
 
@@ -72,6 +76,11 @@ class AttemptReport(_Value):
     what is missing and what to register."""
     checkpoint: Any = None
     progress: ProgressSummary | None = None
+    yielded: bool = False
+    """The attempt gave its run up on purpose, the run going on (so that the task can
+    continue as new): held for adoption on `held_on`, or left for `recover`."""
+    held_on: str | None = None
+    """A yielded run held by its worker: the task queue only that worker polls."""
 
 
 class _State(BaseModel):
@@ -105,6 +114,8 @@ class TaskState(_State):
     error: str | None = None
     code: str | None = None
     rejected_signals: list[RejectedSignal] = []
+    yields: int = 0
+    """Attempts that gave their run up so that the task could continue as new."""
 
 
 def lost_reason(launch: TaskLaunch, plan: AttemptPlan, report: AttemptReport) -> str:
@@ -134,6 +145,35 @@ _STATUS: dict[TaskStatus, Status] = {
 }
 
 
+def task_snapshot(s: TaskState) -> TaskSnapshot:
+    """The task as the host and the model see it."""
+    status: TaskStatus = "running" if s.phase == "ready" or s.phase == "running" else s.phase
+    question = None
+    if s.phase == "waiting_input" and s.question is not None:
+        question = PendingToolInput(
+            process_id=s.launch.task_id,
+            wait_id=s.question.wait_id,
+            prompt=s.question.prompt,
+            response_schema=s.question.response_schema,
+            ref=s.ref,
+        )
+    return TaskSnapshot(
+        task_id=s.launch.task_id,
+        tool=s.launch.tool,
+        ref=s.ref,
+        parent_id=s.parent_id,
+        status=status,
+        attempt=s.plan.attempt if s.phase == "running" and s.plan else s.attempt,
+        progress=s.progress,
+        question=question,
+        data=s.data,
+        error=s.error,
+        code=s.code,
+        cancel_requested=s.cancel_reason is not None,
+        description=s.launch.description,
+    )
+
+
 def task_process(
     task: TaskSnapshot, definition: str, rejected: tuple[RejectedSignal, ...] = ()
 ) -> ProcessSnapshot:
@@ -156,6 +196,8 @@ __all__ = [
     "TaskQuestion",
     "TaskState",
     "Verdict",
+    "YieldMode",
     "lost_reason",
     "task_process",
+    "task_snapshot",
 ]

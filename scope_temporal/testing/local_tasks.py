@@ -114,6 +114,18 @@ class _TaskTransport:
     async def notify(self, process_id: str, input: SteerInput) -> bool:
         return self._tasks.notify(process_id, input)
 
+    def task_history(self) -> None:
+        """An in-process task keeps no history: it never continues as new."""
+
+    def continue_as_new_suggested(self) -> bool:
+        return False
+
+    def handlers_finished(self) -> bool:
+        return True
+
+    async def continue_task_as_new(self, next_input: Callable[[], TaskInput]) -> None:
+        """Never asked: a task without history is never due."""
+
 
 class LocalTasks:
     """The background tasks of one local run (also their `TaskAccess`).

@@ -3,14 +3,17 @@
 One per task, id = the task id, started by the side of the call that moved to the
 background (parent-close policy *abandon*: the task outlives its call; the Interaction
 cancels its tasks when it is cancelled). A thin shell around `TaskDriver` (the same
-driver `LocalRunner` runs), with `TemporalTransport`.
+driver `LocalRunner` runs), with `TaskTemporalTransport`.
 
 Each attempt is the heartbeating activity `scope.task.attempt`; its heartbeat details
 carry the checkpoint, so Temporal's retry (recoverable tools only: `max_attempts > 1`)
-recovers the run where it was. An adoption runs on the task queue of the worker that holds
-the live run, once. Answers (`scope.tool_input`) and cancellation (`scope.task.cancel`)
-are updates with validators; status and the open question are queries. The workflow's
-result is the final `TaskSnapshot` (a failed or cancelled task is data, not an error).
+recovers the run where it was. An adoption runs on the task queue of the worker that
+holds the live run, once. The run continues as new, carrying the task's whole state,
+before its history passes its bound (`driver.task_carry`); updates arriving meanwhile
+are refused as sent too soon, and the sender's next try reaches the next run. Answers
+(`scope.tool_input`) and cancellation (`scope.task.cancel`) are updates with validators;
+status and the open question are queries. The workflow's result is the final
+`TaskSnapshot` (a failed or cancelled task is data, not an error).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from scope_temporal.workflows.task_commands import (
     CommandsInTask,
     refuse_update_after_commands,
 )
-from scope_temporal.workflows.temporal import TemporalTransport
+from scope_temporal.workflows.task_transport import TaskTemporalTransport
 
 
 # ScopeError: deterministic framework errors fail the workflow with their code.
@@ -40,7 +43,7 @@ class BackgroundTaskWorkflow(CommandsInTask):
     @workflow.init
     def __init__(self, input: TaskInput) -> None:
         events = SentEvents(input.events_to) if input.events_to is not None else NoEvents()
-        self._driver = TaskDriver(input, TemporalTransport(events))
+        self._driver = TaskDriver(input, TaskTemporalTransport(events))
 
     @workflow.run
     async def run(self, input: TaskInput) -> TaskSnapshot:
@@ -58,9 +61,15 @@ class BackgroundTaskWorkflow(CommandsInTask):
     def cancel(self, input: TaskCancelInput) -> TaskSnapshot:
         return self._driver.cancel(input.reason)
 
+    def _refuse_while_busy(self) -> None:
+        """Refuse an update (the sender tries again) that might be recorded after this
+        task's commands, or that comes while the run continues as new (the next run
+        takes it)."""
+        refuse_update_after_commands(closing=self._driver.closing)
+
     @cancel.validator
     def _validate_cancel(self, input: TaskCancelInput) -> None:
-        refuse_update_after_commands()
+        self._refuse_while_busy()
         try:
             self._driver.validate_cancel()
         except ScopeError as error:
@@ -82,7 +91,7 @@ class BackgroundTaskWorkflow(CommandsInTask):
 
     @tool_input_update.validator
     def _validate_tool_input(self, input: ToolInputAnswer) -> None:
-        refuse_update_after_commands()
+        self._refuse_while_busy()
         try:
             self._driver.validate_answer(input)
         except ScopeError as error:

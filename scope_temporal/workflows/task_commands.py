@@ -57,13 +57,14 @@ def commands_may_precede_an_update() -> bool:
     return 0 <= since <= _UNFINISHED_TASK_EVENTS
 
 
-def refuse_update_after_commands() -> None:
-    """Raise (in an update validator) when `commands_may_precede_an_update()`.
+def refuse_update_after_commands(*, closing: bool = False) -> None:
+    """Raise (in an update validator) when `commands_may_precede_an_update()`, or when the
+    run is `closing` (it continues as new: the sender's next try reaches the next run).
 
     Raises:
         ApplicationError: of type `UPDATE_AFTER_COMMANDS`; nothing was applied.
     """
-    if commands_may_precede_an_update():
+    if closing or commands_may_precede_an_update():
         raise ApplicationError(
             "The process was busy in this workflow task; nothing was applied. Send it again "
             "(the client does so by itself).",

@@ -67,6 +67,7 @@ from scope_temporal.tools.outcome import (
     Succeeded,
     Unknown,
 )
+from scope_temporal.workflows import serving
 from scope_temporal.workflows.ended import child_end, describe_activity_error, lost
 from scope_temporal.workflows.events import NoEvents, Outlet, TreeStream
 from scope_temporal.workflows.task_commands import command_issued
@@ -183,10 +184,11 @@ class TemporalTransport:
 
     async def start_task(self, input: TaskInput, *, summary: str) -> str | None:
         command_issued()
+        bound = serving.current().task_history_events  # the starting worker's setting
         try:
             await workflow.start_child_workflow(
                 names.TASK_WORKFLOW,
-                input,
+                input.model_copy(update={"history_events": bound}),
                 id=input.launch.task_id,
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
                 static_summary=summary,
