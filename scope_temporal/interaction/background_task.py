@@ -223,7 +223,7 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
         if request is not None and (report.outcome is not None or report.yielded):
             s.verdicts.setdefault(request, "accepted")  # the run took it, then went on
         outcome = report.outcome
-        if outcome is None and report.yielded and (report.held_on or self._recoverable(s)):
+        if outcome is None and report.yielded and (report.held_on or s.launch.settings.recoverable):
             s.yields += 1
             s.phase = "ready"
             held = report.held_on
