@@ -20,9 +20,9 @@ event) pair and where it may lead; any other pair is refused):
  5. Cancelling a task that waits (or has not started its attempt) ends it at once; a
     running attempt is asked to stop, and its report says how it ended.
  6. Progress counts only grow: a stale report changes nothing.
- 7. Every attempt runs on an implementation of the capability class the task was launched
-    under; one that no registered implementation could run (`unserved`) fails the task
-    with `tool.background.unregistered` (nothing ran: an answer it carried is unapplied).
+ 7. Every attempt runs on an implementation of the task's launch capability class; one
+    nothing registered could run (`unserved`) fails it with `tool.background.unregistered`
+    (nothing ran: an answer it carried is unapplied).
  8. An attempt that yielded its run (so the task can continue as new; the run goes on)
     is followed by an `adopt` on the worker holding it, or a `recover` from its checkpoint
     (a recoverable tool); nothing runs again. Only a task not running an attempt
@@ -37,11 +37,7 @@ from __future__ import annotations
 from typing import Any, Literal, assert_never
 
 from scope_temporal import errors
-from scope_temporal.errors import (
-    ProtocolError,
-    ScopeError,
-    TaskEnded,
-)
+from scope_temporal.errors import ProtocolError, ScopeError, TaskEnded
 from scope_temporal.ids import wait_id
 from scope_temporal.interaction.answers import answer_digest, check_answer
 from scope_temporal.interaction.snapshot import (
