@@ -90,6 +90,7 @@ EXPORTED = [
     "ScriptedModel",
     "SessionEnded",
     "SessionHandle",
+    "SessionPosition",
     "SessionSnapshot",
     "SessionTranscript",
     "SettlementMismatch",
