@@ -7,6 +7,7 @@ In-process through `LocalSession.events`, the same reader `SessionHandle.events`
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -20,7 +21,8 @@ from scope_temporal import (
     SessionPosition,
     reply,
 )
-from scope_temporal.errors import EVENTS_OFFSET_AHEAD
+from scope_temporal.driver.session_events import read_session
+from scope_temporal.errors import EVENTS_OFFSET_AHEAD, EVENTS_OFFSET_TRUNCATED, InteractionNotFound
 from scope_temporal.interaction.session_stream import after_turn, first_read
 from scope_temporal.interaction.session_values import SessionSnapshot, TurnRecord
 from scope_temporal.testing import LocalRunner
@@ -35,7 +37,12 @@ def snapshot(statuses: list[str], status: str = "idle") -> SessionSnapshot:
         for n, s in enumerate(statuses, 1)
     )
     return SessionSnapshot(
-        session_id="s", definition="talk", status=status, turns=turns, messages=0, digest=""  # type: ignore[arg-type]
+        session_id="s",
+        definition="talk",
+        status=status,
+        turns=turns,
+        messages=0,
+        digest="",  # type: ignore[arg-type]
     )
 
 
@@ -132,3 +139,19 @@ async def test_a_position_ahead_of_the_session_is_refused() -> None:
         await read(s, (2, 0))
     with pytest.raises(EventOffsetError, match=r"Session 's1', turn 1: Offset 99 is not"):
         await read(s, (1, 99))
+
+
+async def test_a_turn_no_longer_retained_is_refused_with_what_to_do() -> None:
+    async def snap() -> SessionSnapshot:
+        return snapshot(["completed", "completed", "completed"])
+
+    async def gone(turn: int, after: int | None) -> AsyncIterator[Event]:
+        raise InteractionNotFound(f"No Interaction 's/turn/{turn}'.")
+        yield  # pragma: no cover
+
+    events = read_session("s", (1, 4), snapshot=snap, past_turn=lambda n: snap(), turn_events=gone)
+    with pytest.raises(EventOffsetError) as caught:
+        await anext(events)
+    assert caught.value.code == EVENTS_OFFSET_TRUNCATED
+    assert "Turn 1 of session 's' is no longer retained" in caught.value.message
+    assert "events(after=(3, -1))" in caught.value.message
