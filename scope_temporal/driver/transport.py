@@ -276,6 +276,11 @@ class TaskTransport(Host, Protocol):
         not take it (it has ended, or does not exist)."""
         ...
 
+    async def notify_session(self, session_id: str, input: SteerInput) -> bool:
+        """Give session `session_id` a task's notification (for its running or next
+        turn); False when it could not take it (it has ended, or does not exist)."""
+        ...
+
 
 __all__ = [
     "AttemptRun",
