@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
@@ -21,12 +23,18 @@ from scope_temporal import (
     InteractionNotFound,
     ModelRequest,
     Response,
+    RunHandle,
+    RunProgress,
     ScriptedModel,
     SessionHandle,
     SessionPosition,
+    SteerAppliedEvent,
+    TaskRun,
+    background_tool,
     reply,
 )
 from scope_temporal.errors import EVENTS_OFFSET_AHEAD
+from scope_temporal.interaction.notices import notice_id
 from tests.live.harness import eventually, fresh_id, serving
 
 WAIT = 30.0
@@ -117,3 +125,59 @@ async def test_bad_positions_and_unknown_sessions_are_refused(
         with pytest.raises(InteractionNotFound):
             await read(scope.get_session(fresh_id("no-such-session")))
         await session.end()
+
+
+class Args(BaseModel):
+    pass
+
+
+GATE: list[asyncio.Event] = []
+
+
+@background_tool(foreground_timeout=0.05)
+class Report:
+    """Write a report in the background (it ends when the test opens the gate)."""
+
+    async def start(self, task_id: str, arguments: Args, attempt: int) -> RunHandle:
+        async def work(progress: RunProgress) -> Any:
+            await GATE[0].wait()
+            return {"report": "ready"}
+
+        return TaskRun(work)
+
+
+def reporter(request: ModelRequest) -> Response:
+    """Turn 1 launches the report and replies; later turns say what they were told."""
+    last = request.messages[-1]
+    if last.role == "user" and last.text == "write the report":
+        return reply.tool_calls(("report", {"run_in_background": True}))
+    if last.role == "tool":
+        return reply.text("started it")
+    told = [m.text for m in request.messages if m.role == "user" and "task" in m.text]
+    return reply.text(f"told: {len(told)}")
+
+
+async def test_a_task_that_ends_after_its_turn_tells_the_next_turn_through_the_session(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    GATE[:] = [asyncio.Event()]
+    model = ScriptedModel(reporter)
+    definition = Definition("talk-reports", tools=[Report])
+    async with serving(
+        temporal_env, [definition], tools=[Report], models={"default": model}
+    ) as scope:
+        session = scope.session("talk-reports", id=fresh_id("sess-notice"))
+        first = await session.send("write the report", message_id="m1")
+        assert (await first.result()).text == "started it"
+        [task] = (await first.snapshot()).tasks
+        GATE[0].set()  # the task ends after turn 1 did: the idle session keeps the notice
+        notice = notice_id(task.task_id, "completed")
+        snap = await eventually(session.snapshot, lambda s: s.notices == (notice,))
+        assert snap.status == "idle" and len(snap.turns) == 1  # it opened no turn
+        second = await session.send("anything new?", message_id="m2")
+        assert (await second.result()).text == "told: 1"
+        assert task.task_id in model.requests[-1].messages[-1].text  # before its first call
+        await session.end()
+        steers = [e async for e in session.events() if isinstance(e, SteerAppliedEvent)]
+        assert [(e.turn, e.signal_id) for e in steers] == [(2, notice)]
+        assert (await session.snapshot()).notices == ()
