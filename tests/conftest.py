@@ -17,6 +17,7 @@ from scope_temporal import ScopeWorker
 from scope_temporal.names import SEARCH_ATTRIBUTES
 from scope_temporal.testing.devserver import DEV_SERVER_ARGS, temporal_cli_path
 from tests.faults import figures
+from tests.faults.test_soak import DRAIN_SECONDS as SOAK_DRAIN_SECONDS
 from tests.live.harness import REGISTRY_BY_QUEUE
 
 
@@ -34,6 +35,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="MINUTES",
         help="run the fault soak (tests/faults/test_soak.py) for MINUTES (default: skipped)",
     )
+    parser.addoption(
+        "--soak-mapping",
+        default="always",
+        choices=["always", "on_demand"],
+        help="the tool-call mapping the soak's workers run (default: always)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,6 +51,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    soak_minutes = float(config.getoption("--soak"))
+    if soak_minutes > 0:  # the soak runs for its minutes, then drains: no 300 s cap
+        limit = pytest.mark.timeout(soak_minutes * 60 + SOAK_DRAIN_SECONDS + 300)
+        for item in items:
+            if item.nodeid.startswith("tests/faults/test_soak.py"):
+                item.add_marker(limit)
     if config.getoption("--full"):
         return
     skip = pytest.mark.skip(reason="long variant: run with --full")

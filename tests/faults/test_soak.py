@@ -2,7 +2,8 @@
 
 Three worker processes serve the scenario (`tests.faults.scenario`: every Interaction has
 its input waits, an unknown `notify`, a delegate and a background export that asks before
-it writes) on its own dev server (a SQLite file, so it can restart). For MINUTES a new
+it writes) in the tool-call mapping `--soak-mapping` names (`always` by default) on its
+own dev server (a SQLite file, so it can restart). For MINUTES a new
 Interaction starts every `START_EVERY` seconds; every `KILL_EVERY` seconds a random worker
 is SIGKILLed (a fresh one takes its place), and the server is restarted once, half-way.
 Then the Interactions drain: each must end completed with the expected output after the
@@ -17,11 +18,13 @@ import random
 import time
 import uuid
 from pathlib import Path
+from typing import cast
 
 import pytest
 from temporalio.client import Client
 
 from scope_temporal import InteractionHandle, ScopeClient, ScopeError
+from scope_temporal.definition import ToolCallWorkflows
 from tests.faults import figures, scenario
 from tests.faults.host import HostLog, WorkerProcess, audit_by_root, drive
 from tests.faults.test_server_restart import dev_server
@@ -34,14 +37,14 @@ DRAIN_SECONDS = 900.0
 class Fleet:
     """Three live workers; `kill_one` SIGKILLs a random one and starts its replacement."""
 
-    def __init__(self, address: str, queue: str, ledger: Path) -> None:
-        self.address, self.queue, self.ledger = address, queue, ledger
+    def __init__(self, address: str, queue: str, ledger: Path, mapping: ToolCallWorkflows) -> None:
+        self.address, self.queue, self.ledger, self.mapping = address, queue, ledger, mapping
         self.workers: list[WorkerProcess] = []
         self.all: list[WorkerProcess] = []
         self.kills = 0
 
     async def add(self) -> None:
-        worker = WorkerProcess(self.address, self.queue, self.ledger, "always")
+        worker = WorkerProcess(self.address, self.queue, self.ledger, self.mapping)
         self.all.append(worker)
         await worker.ready()
         worker.go()
@@ -72,6 +75,7 @@ async def test_soak_workers_killed_and_a_server_restart(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     minutes = float(request.config.getoption("--soak"))
+    mapping = cast(ToolCallWorkflows, request.config.getoption("--soak-mapping"))
     if minutes <= 0:
         pytest.skip("a soak: run with --soak MINUTES")
     seed = int(time.time())
@@ -81,7 +85,7 @@ async def test_soak_workers_killed_and_a_server_restart(
     with dev_server(tmp_path / "temporal.db") as server:
         client = await Client.connect(server.address)
         scope = ScopeClient(client, task_queue=queue)
-        fleet = Fleet(server.address, queue, ledger)
+        fleet = Fleet(server.address, queue, ledger, mapping)
         try:
             for _ in range(3):
                 await fleet.add()
@@ -118,7 +122,7 @@ async def test_soak_workers_killed_and_a_server_restart(
     figures.FIGURES["duplicates"] += duplicates
     figures.FIGURES["losses"] += losses
     print(
-        f"soak seed={seed}: {len(handles)} Interactions in {minutes:g} min, "
+        f"soak seed={seed} mapping={mapping}: {len(handles)} Interactions in {minutes:g} min, "
         f"{fleet.kills} workers SIGKILLed, server restarted={restarted}, drained after "
         f"{elapsed:.0f} s; {settled} unknowns settled by the host; "
         f"{duplicates} duplicates, {losses} losses"
