@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+
 from scope_temporal import (
     InteractionHandle,
     Message,
@@ -167,10 +169,13 @@ def model_settlement(request: ModelEffectRequest, ledger: Path) -> tuple[Any, st
 
 
 async def _attempt(log: HostLog, what: str, action: Awaitable[Any]) -> bool:
-    """Run one host action; a failure (no worker yet, a stale snapshot) is retried later."""
+    """Run one host action; a failure (no worker yet, a stale snapshot) is retried later.
+    An update cut off by the timeout surfaces as Temporal's
+    `WorkflowUpdateRPCTimeoutOrCancelledError` (the client turns the cancellation into
+    it): retried too, as every one of these actions is idempotent."""
     try:
         await asyncio.wait_for(action, ACTION_TIMEOUT)
-    except (ScopeError, TimeoutError) as error:
+    except (ScopeError, TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as error:
         log.errors[f"{what}: {type(error).__name__}"] += 1
         return False
     return True
