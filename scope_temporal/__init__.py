@@ -86,6 +86,7 @@ from scope_temporal.interaction.events import (
     WaitAnsweredEvent,
     WaitOpenedEvent,
 )
+from scope_temporal.interaction.session_stream import SessionPosition
 from scope_temporal.interaction.session_values import SessionSnapshot, SessionTranscript
 from scope_temporal.interaction.snapshot import (
     ActiveDelegate,
@@ -246,6 +247,7 @@ __all__ = [
     "ScriptedModel",
     "SessionEnded",
     "SessionHandle",
+    "SessionPosition",
     "SessionSnapshot",
     "SessionTranscript",
     "SettlementMismatch",

@@ -42,6 +42,9 @@ SESSION_SEND = "scope.session.send"
 """Update on a session: one message (it opens a turn, or steers the running one)."""
 SESSION_END = "scope.session.end"
 """Update on a session: end it (its running turn is cancelled)."""
+SESSION_NOTICE = "scope.session.notice"
+"""Signal a background task of a session's turn sends its session: a lifecycle
+notification (a `SteerInput` whose id is the notice id), for the running or next turn."""
 
 SNAPSHOT_QUERY = "scope.snapshot"
 TASK_STATUS_QUERY = "scope.task.status"

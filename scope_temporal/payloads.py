@@ -94,6 +94,13 @@ class InteractionInput(_Payload):
     """Carried by continue-as-new: the last report sent to `report_to`."""
     scope_status: ScopeStatus | None = None
     """Carried by continue-as-new: the ScopeStatus last recorded."""
+    session_id: str | None = None
+    """A session's turn: its session. Its background tasks send their lifecycle
+    notifications there (the session passes them to the running turn, or keeps them for
+    the next one); None: to this Interaction."""
+    notices: tuple[SteerInput, ...] = ()
+    """A session's turn: task notifications the session kept for it, applied as steers
+    before its first model call (ignored when `state` is given)."""
 
 
 class ToolCallInput(_Payload):
@@ -121,6 +128,8 @@ class ToolCallInput(_Payload):
     task_queue: str | None = None
     """The task queue of the workers that run the tool's body (`@tool(task_queue=...)`),
     fixed when the call starts; None: the Interaction's own."""
+    session_id: str | None = None
+    """The session of the Interaction's turn (a task the call starts notifies it)."""
 
 
 class ModelActivityInput(_Payload):
@@ -328,6 +337,9 @@ class TaskInput(_Payload):
     default, `driver.task_carry.TASK_HISTORY_EVENTS`)."""
     carried: TaskCarry | None = None
     """What the previous run of the task carried over (None: the first run)."""
+    session_id: str | None = None
+    """The session whose turn launched the task: its lifecycle notifications go there
+    (signal `scope.session.notice`) instead of to `parent_id`."""
 
 
 class TaskAttemptInput(_Payload):

@@ -124,6 +124,15 @@ class Follower:
             return stop.outcome
         return await self._result()  # the stream ended without the root's end
 
+    async def show(self, event: Event) -> Outcome | None:
+        """Print one event of this Interaction's tree, read from any stream (a session's);
+        how it ended once the event is its end."""
+        try:
+            await self._show(event)
+        except _Stop as stop:
+            return stop.outcome
+        return None
+
     async def _events(self) -> AsyncGenerator[Event, None]:
         """The stream from the last offset handled on; reconnects when the connection
         drops (a few times, with a pause)."""

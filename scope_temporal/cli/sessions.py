@@ -1,13 +1,18 @@
-"""`scope-temporal sessions list | show | end`: the sessions `chat` and apps create."""
+"""`scope-temporal sessions list | show | follow | end`: the sessions `chat` and apps
+create."""
 
 from __future__ import annotations
+
+import asyncio
 
 import click
 
 from scope_temporal.cli._connect import Connection, run_async, server_options
+from scope_temporal.cli._follow import Follower
 from scope_temporal.cli._render import call_label, shorten
 from scope_temporal.cli.listing import echo_table, listing_options
-from scope_temporal.errors import InteractionNotFound, ScopeError
+from scope_temporal.errors import EventOffsetError, InteractionNotFound, ScopeError
+from scope_temporal.interaction.session_stream import SessionPosition
 from scope_temporal.interaction.session_values import SessionTranscript
 
 
@@ -19,6 +24,7 @@ def sessions() -> None:
     Examples:
       scope-temporal sessions list
       scope-temporal sessions show ops-session-1a2b3c
+      scope-temporal sessions follow ops-session-1a2b3c
       scope-temporal sessions end ops-session-1a2b3c
     """
 
@@ -87,6 +93,58 @@ def transcript_lines(transcript: SessionTranscript) -> list[str]:
     return lines
 
 
+@sessions.command("follow", short_help="Print a session's events live, turn after turn.")
+@click.argument("session_id")
+@click.option(
+    "--after",
+    default=None,
+    metavar="TURN:OFFSET",
+    help="Resume after this position (printed when you leave); default: from turn 1.",
+)
+@server_options
+def follow(session_id: str, after: str | None, connection: Connection) -> int:
+    """Print what happens in SESSION_ID as it happens (streamed text, tool calls, waits,
+    replies), every turn in order, waiting while it is idle, until the session ends.
+    Ctrl-C leaves and prints the --after position to resume from."""
+    return run_async(_follow(session_id, _position(after), connection))
+
+
+def _position(after: str | None) -> SessionPosition | None:
+    if after is None:
+        return None
+    turn, _, offset = after.partition(":")
+    try:
+        return SessionPosition(int(turn), int(offset))
+    except ValueError:
+        raise click.BadParameter(f"{after!r} is not TURN:OFFSET (e.g. 2:17)") from None
+
+
+async def _follow(session_id: str, after: SessionPosition | None, connection: Connection) -> int:
+    session = (await connection.scope()).get_session(session_id)
+    follower: Follower | None = None
+    last = after
+    try:
+        async for event in session.events(after=after):
+            turn = event.turn or 0
+            if follower is None or last is None or turn != last.turn:
+                click.echo(f"── turn {turn}")
+                follower = Follower(session.turn(turn), command_args=connection.args())
+            outcome = await follower.show(event)
+            last = SessionPosition(turn, event.offset)
+            if outcome is not None and outcome.output is not None:
+                click.echo("agent> " + (outcome.output.text.strip() or "(empty reply)"))
+            elif outcome is not None:
+                click.echo(f"  ✗ turn {turn} {outcome.status}: {outcome.error}")
+    except (EventOffsetError, InteractionNotFound) as error:
+        raise click.ClickException(str(error)) from None
+    except asyncio.CancelledError:  # Ctrl-C
+        where = f" --after {last.turn}:{last.offset}" if last is not None else ""
+        click.echo(f"\nleft; resume with: scope-temporal sessions follow {session_id}{where}")
+        raise
+    click.echo(f"session {session_id} has ended")
+    return 0
+
+
 @sessions.command("end", short_help="End a session (its running turn is cancelled).")
 @click.argument("session_id")
 @click.option("--reason", default="ended from the command line", show_default=True)
@@ -107,4 +165,4 @@ async def _end(session_id: str, reason: str, connection: Connection) -> int:
     return 0
 
 
-__all__ = ["end", "list_command", "sessions", "show", "transcript_lines"]
+__all__ = ["end", "follow", "list_command", "sessions", "show", "transcript_lines"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
 
@@ -28,11 +28,15 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from scope_temporal import errors, names
 from scope_temporal.chat import Message
+from scope_temporal.client.events import follow
 from scope_temporal.client.handle import InteractionHandle, typed_refusal
 from scope_temporal.context_refs import prefix_digest
+from scope_temporal.driver.session_events import read_session
 from scope_temporal.errors import ScopeError
 from scope_temporal.ids import turn_process_id
 from scope_temporal.interaction.effects import ModelEffectRequest
+from scope_temporal.interaction.events import Event
+from scope_temporal.interaction.session_stream import SessionPosition, after_turn
 from scope_temporal.interaction.session_values import (
     SendReceipt,
     SessionSnapshot,
@@ -52,6 +56,10 @@ from scope_temporal.update_retry import TOO_SOON_PAUSES, execute_update, sent_to
 _QUERY_TIMEOUT = timedelta(seconds=10)
 _CATCH_UP_POLLS, _CATCH_UP_SECONDS = 200, 0.05  # at most 10 s for the session to take an end
 _DELIVERY_ATTEMPTS = len(TOO_SOON_PAUSES) + 1
+NEXT_TURN_POLLS = (0.05, 0.1, 0.2, 0.4)
+"""Seconds between snapshot queries while a session's events wait for its next turn
+(then `NEXT_TURN_POLL_MAX` each): a query costs no history."""
+NEXT_TURN_POLL_MAX = 0.5
 
 
 class SessionOwner(Protocol):
@@ -241,6 +249,47 @@ class SessionHandle:
                 await self._workflow().describe()
             except RPCError:
                 raise errors.InteractionNotFound(f"No session {self.id!r}.") from error
+
+    def events(
+        self, after: SessionPosition | tuple[int, int] | None = None
+    ) -> AsyncIterator[Event]:
+        """The session's events as they happen: every turn's, in order, turn after turn
+        (`async for event in session.events(): ...`). While the session is idle it waits
+        for the next turn; it ends once the session has ended and its last turn is read.
+
+        Each event says where it is: `event.turn` and `event.offset` (its offset in that
+        turn's stream). Store them; after a disconnect resume exactly there with
+        `after=(turn, offset)` (`SessionPosition`).
+
+        Args:
+            after: the position of the last event already read; `(n, -1)` reads turn n
+                from its first event; None reads from the first turn on (each turn's
+                events its stream still retains).
+
+        Raises:
+            EventOffsetError: `after` is ahead of the session (a turn it has not started,
+                or an offset its turn has not reached: `interaction.events.offset_ahead`),
+                or in a turn no longer retained (`interaction.events.offset_truncated`:
+                read the transcript, then follow from the latest turn).
+            InteractionNotFound: no session has this id.
+        """
+        client = self.scope.client
+        return read_session(
+            self.id,
+            after,
+            snapshot=self._query_snapshot,
+            past_turn=self._past_turn,
+            turn_events=lambda turn, offset: follow(client, turn_process_id(self.id, turn), offset),
+        )
+
+    async def _past_turn(self, turn: int) -> SessionSnapshot:
+        """The snapshot once the session moved past turn `turn` (polled by query)."""
+        pauses = iter(NEXT_TURN_POLLS)
+        while True:
+            snap = await self._query_snapshot()
+            if after_turn(snap, turn) != "wait":
+                return snap
+            await asyncio.sleep(next(pauses, NEXT_TURN_POLL_MAX))
 
     async def snapshot(self) -> SessionSnapshot:
         """Its turns, the transcript's length; queried live (a worker answers). Once this

@@ -130,7 +130,8 @@ class TaskDriver:
 
     async def _notify(self) -> None:
         """Tell the Interaction, once per status, that the task ended or waits for input
-        (unless the launch or the tool turned notifications off)."""
+        (unless the launch or the tool turned notifications off); a session's turn's task
+        tells the session, which steers its running turn or keeps it for the next."""
         launch = self._input.launch
         task = self.machine.snapshot()
         wanted = launch.notify if launch.notify is not None else launch.settings.notify
@@ -143,7 +144,14 @@ class TaskDriver:
         self._told.add(signal_id)
         message = Message.user(envelopes.notification(task))
         steer = SteerInput(signal_id=signal_id, messages=(message,))
-        if not await self._transport.notify(self._input.parent_id, steer):
+        session = self._input.session_id
+        if session is not None:  # a session's turn: the session passes it on or keeps it
+            if not await self._transport.notify_session(session, steer):
+                self._transport.warn(
+                    f"task {task.task_id} is {task.status}; its session {session!r} has "
+                    "ended, so nobody was told"
+                )
+        elif not await self._transport.notify(self._input.parent_id, steer):
             self._transport.warn(
                 f"task {task.task_id} is {task.status}; its Interaction "
                 f"{self._input.parent_id!r} has ended, so it was not told"

@@ -82,6 +82,7 @@ async def attempt_tool(
     events_to: str | None,
     report_to: str | None = None,
     task_queue: str | None = None,
+    session_id: str | None = None,
 ) -> ToolOutcome:
     """Enter the tool body once (never retried).
 
@@ -92,6 +93,7 @@ async def attempt_tool(
     what became of it. A task started tells `report_to` when it waits for an answer.
     `task_queue`: the pool that runs the body (None: the Interaction's own); an attempt
     no worker of it picks up within `start_to_close` is unknown, never run elsewhere.
+    `session_id`: the session of the Interaction's turn (a task started notifies it).
 
     Raises:
         asyncio.CancelledError: the process itself is being cancelled; nobody will
@@ -117,6 +119,7 @@ async def attempt_tool(
             definition=request.definition,
             events_to=events_to,
             report_to=report_to,
+            session_id=session_id,
         ),
         summary=call_summary("task", request.call),
     )
@@ -135,6 +138,7 @@ def tool_call_input(
     limit: int,
     events_to: str,
     report_to: str | None = None,
+    session_id: str | None = None,
 ) -> ToolCallInput:
     definition, request = machine.definition, effect.request
     spec = definition.tools.get(request.call.name)
@@ -148,6 +152,7 @@ def tool_call_input(
         approval=effect.approval,
         report_to=report_to,
         task_queue=spec.task_queue if spec is not None else None,
+        session_id=session_id,
     )
 
 
@@ -159,6 +164,7 @@ async def run_tool_call(
     limit: int,
     events_to: str,
     report_to: str | None = None,
+    session_id: str | None = None,
 ) -> None:
     """Run one tool call to its settlement (see the module docstring for the mapping).
 
@@ -166,9 +172,10 @@ async def run_tool_call(
     forwarded to them); a promoted or started Tool call child is in it while it runs.
     `events_to`: the workflow hosting the tree's event stream. `report_to`: the
     Interaction the call (and a task it starts) tells what it needs from a person.
+    `session_id`: the session of the Interaction's turn (a task started notifies it).
     """
     request = effect.request
-    payload = tool_call_input(machine, effect, limit, events_to, report_to)
+    payload = tool_call_input(machine, effect, limit, events_to, report_to, session_id)
     refused = oversized(
         payload,
         f"The input of tool call {request.call.name!r} ({request.ref})",
@@ -189,6 +196,7 @@ async def run_tool_call(
             events_to=events_to,
             report_to=report_to,
             task_queue=payload.task_queue,
+            session_id=session_id,
         )
         if not isinstance(outcome, InputRequired | Unknown):
             if not machine.done:

@@ -42,6 +42,7 @@ def carried(
         settings=settings,
         events_to=input.events_to,
         report_to=input.report_to,
+        session_id=input.session_id,
         reports=reports,
         told=told,
         scope_status=scope_status,

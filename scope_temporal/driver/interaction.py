@@ -37,12 +37,7 @@ from scope_temporal.driver.submits import Submissions
 from scope_temporal.driver.transport import InteractionTransport
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.attention import NEEDS_A_PERSON, AttentionReport
-from scope_temporal.interaction.effects import (
-    CallModel,
-    StartDelegate,
-    StartToolCall,
-    WaitRetry,
-)
+from scope_temporal.interaction.effects import CallModel, StartDelegate, StartToolCall, WaitRetry
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
 from scope_temporal.outputs import Failure, Output
@@ -93,7 +88,9 @@ class InteractionDriver:
         self._dirty = False
         self._crash: BaseException | None = None
         self._carry = CarryCheck()
-        self.submissions = Submissions(machine, transport, self._spawn, self._events_to)
+        self.submissions = Submissions(
+            machine, transport, self._spawn, self._events_to, input.session_id
+        )
         self.status = TreeStatus(
             machine,
             transport,
@@ -185,9 +182,11 @@ class InteractionDriver:
             case WaitRetry():
                 self._spawn(self._models.wait(machine, effect, transport))
             case StartToolCall():
-                calls = self._children
+                calls, session = self._children, self._input.session_id
                 self._spawn(
-                    run_tool_call(machine, effect, transport, calls, self.limit, to, report_to)
+                    run_tool_call(
+                        machine, effect, transport, calls, self.limit, to, report_to, session
+                    )
                 )
             case StartDelegate():
                 settings = self._settings

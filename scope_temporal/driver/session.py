@@ -17,6 +17,8 @@ What it decides itself are the engine-level rules:
     `continue_as_new_every` turns or when the engine suggests it, carrying its state.
  4. `scope.context` on a session pages through its transcript: what a worker fetches as
     a turn's base.
+ 5. A turn runs with the session's id (its background tasks notify the session) and the
+    task notifications the session kept for it.
 """
 
 from __future__ import annotations
@@ -142,6 +144,10 @@ class SessionDriver:
             context=effect.run_context,
             approved_tools=effect.approved_tools,
             track_status=self._input.track_status,
+            session_id=self.machine.session_id,
+            notices=tuple(
+                SteerInput(signal_id=n.message_id, messages=n.messages) for n in effect.notices
+            ),
         )
 
         def started() -> None:
@@ -226,6 +232,18 @@ class SessionDriver:
             lambda: receipt.turn in self._started or machine.phase in ("ended", "failed")
         )
         return receipt
+
+    def notice(self, input: SteerInput) -> bool:
+        """A background task's lifecycle notification, for the running or the next turn;
+        False when nothing changed (a duplicate, an ended session, or not a valid one:
+        then it is logged)."""
+        try:
+            taken = self.machine.notice(input.signal_id, input.messages)
+        except ScopeError as error:
+            self._transport.warn(f"notification {input.signal_id!r} refused: {error}")
+            return False
+        self._touch()
+        return taken
 
     def end(self, input: SessionEndInput) -> None:
         """End the session (its running turn is cancelled first)."""

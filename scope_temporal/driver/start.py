@@ -45,7 +45,10 @@ def open_machine(
             base=input.base,
         )
         state.options = rules.options_for(definition, input.options)
-        return InteractionMachine(definition, state)
+        machine = InteractionMachine(definition, state)
+        for notice in input.notices:  # a session's turn: applied before its first call
+            machine.steer(notice.signal_id, notice.messages)
+        return machine
     except ScopeError as error:
         return Failure.of(error.code, error.message)
 

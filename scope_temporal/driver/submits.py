@@ -38,9 +38,11 @@ class Submissions:
         transport: InteractionTransport,
         spawn: Spawn,
         events_to: str,
+        session_id: str | None = None,
     ) -> None:
         self._machine = machine
         self._events_to = events_to  # the tree's event stream (see driver.interaction)
+        self._session_id = session_id  # a session's turn: its tasks notify the session
         self._transport = transport
         self._spawn = spawn
         self._in_flight: set[str] = set()
@@ -107,6 +109,7 @@ class Submissions:
             start_to_close=payload.start_to_close,
             heartbeat=payload.heartbeat,
             events_to=self._events_to,
+            session_id=self._session_id,
         )
         if isinstance(outcome, Succeeded) and outcome.task_id == launch.task.task_id:
             machine.record_submitted(launch.task)

@@ -90,6 +90,7 @@ class ToolCallDriver:
                     events_to=input.events_to,
                     report_to=input.report_to,
                     task_queue=input.task_queue,
+                    session_id=input.session_id,
                 )
                 with contextlib.suppress(ScopeError):  # a crash: the machine has failed closed
                     machine.on_outcome(outcome)

@@ -292,6 +292,10 @@ class TaskTransport(Host, Protocol):
         run's events are sent and its handlers finished. Returns (nothing changed) when
         this run may not: it was recorded before tasks continued as new, or the next
         input would be over the payload limit (warned)."""
+
+    async def notify_session(self, session_id: str, input: SteerInput) -> bool:
+        """Give session `session_id` a task's notification (for its running or next
+        turn); False when it could not take it (it has ended, or does not exist)."""
         ...
 
 

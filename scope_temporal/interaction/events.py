@@ -32,6 +32,10 @@ class _Event(BaseModel):
     offset: int = -1
     """Position in the tree's stream (0, 1, ...), set when the event is read; resume after
     a disconnect with `events(after=<the last offset seen>)`."""
+    turn: int | None = None
+    """The session turn whose stream holds the event, set when it is read through a
+    session (`SessionHandle.events`); resume there with `after=(turn, offset)`. None
+    when read from an Interaction's own stream."""
 
 
 class ModelStartedEvent(_Event):

@@ -24,6 +24,11 @@ The rules it keeps:
     them. A failed or cancelled turn leaves them as they were.
  5. `end` ends an idle session at once, and a running one once its turn is cancelled; an
     ended session refuses every message (`SessionEnded`).
+ 6. A background task of a turn tells the session when it ends or asks for input
+    (`notice`, deduplicated by its notice id): the running turn gets it as a steer; with
+    none running it is kept, and the next turn applies it before its first model call. It
+    never opens a turn by itself. One a turn did not apply (it had given its final reply,
+    or failed) is kept for the next turn. An ended session drops it.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ from scope_temporal.interaction.transitions import Machine, Table, same
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.run_context import SESSION_KEY
 
-Event = Literal["next_effects", "send", "turn_ended", "end", "fail"]
+Event = Literal["next_effects", "send", "notice", "turn_ended", "end", "fail"]
 
 KEPT_MESSAGE_IDS = 1000
 """Message ids remembered for dedup (the latest ones): an id older than that is new."""
@@ -68,6 +73,7 @@ KEPT_MESSAGE_IDS = 1000
 TABLE: Table[Event, SessionPhase] = {
     "next_effects": same("idle", "turn"),
     "send": {"idle": frozenset({"turn"}), "turn": frozenset({"turn"})},
+    "notice": same("idle", "turn"),
     "turn_ended": {"turn": frozenset({"idle", "turn", "ended"})},
     "end": {"idle": frozenset({"ended"}), "turn": frozenset({"turn"}), **same("ended")},
     "fail": {p: frozenset({"failed"}) for p in ("idle", "turn", "ended", "failed")},
@@ -160,20 +166,7 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
         return s.turns[-1] if s.phase == "turn" and s.turns else None
 
     def snapshot(self) -> SessionSnapshot:
-        s = self._state
-        status = {"idle": "idle", "turn": "running", "ended": "ended", "failed": "failed"}
-        return SessionSnapshot(
-            session_id=s.session_id,
-            definition=s.definition,
-            status=status[s.phase],
-            turns=tuple(s.turns),
-            messages=len(s.transcript),
-            digest=s.digest,
-            queued=tuple(q.message_id for q in s.queued),
-            run_context=s.run_context,
-            approved_tools=tuple(s.approved_tools),
-            ended=s.ending if s.phase == "ended" else s.failure,
-        )
+        return SessionSnapshot.of(self._state)
 
     # --- the host's inputs -----------------------------------------------------------
 
@@ -233,6 +226,26 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
 
         return self._apply("send", change)
 
+    def notice(self, notice_id: str, messages: Sequence[Message]) -> bool:
+        """A background task's lifecycle notification (rule 6). False when nothing
+        changed: a duplicate, or the session has ended (or is ending).
+
+        Raises:
+            InvalidSignal: no id, an id too long, no message, or not user messages.
+        """
+        check_steer_messages(notice_id, messages)
+        s = self._state
+        if notice_id in s.notice_ids or s.phase in ("ended", "failed") or s.ending is not None:
+            return False
+
+        def change(s: SessionState) -> None:
+            s.notices.append(QueuedMessage(message_id=notice_id, messages=tuple(messages)))
+            s.notice_ids.append(notice_id)
+            del s.notice_ids[:-KEPT_MESSAGE_IDS]
+
+        self._apply("notice", change)
+        return True
+
     def end(self, reason: str = "ended by the host") -> None:
         """End the session: at once when idle, after cancelling the running turn otherwise."""
 
@@ -284,17 +297,21 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
                     ),
                     run_context=s.run_context,
                     approved_tools=tuple(s.approved_tools),
+                    notices=tuple(s.notices),
                 )
             )
+            s.noticed.extend(s.notices)
+            s.notices = []
         if s.ending is not None:
             if not s.cancel_emitted:
                 s.cancel_emitted = True
                 effects.append(CancelTurn(process_id=current.process_id))
             return effects
-        for message in s.outbox:
+        for message in s.outbox + s.notices:
             effects.append(SteerTurn(process_id=current.process_id, message=message))
         s.steered.extend(s.outbox)
-        s.outbox = []
+        s.noticed.extend(s.notices)
+        s.outbox, s.notices = [], []
         return effects
 
     def _open_turn(self, s: SessionState, opening: list[QueuedMessage]) -> SendReceipt:
@@ -348,7 +365,9 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
         )
         missed = [m for m in s.steered + s.outbox if m.message_id not in applied]
         s.queued.extend(missed)
-        s.opening, s.steered, s.outbox = [], [], []
+        unapplied = [n for n in s.noticed if n.message_id not in applied]
+        s.notices = unapplied + s.notices  # for the next turn (rule 6)
+        s.opening, s.steered, s.outbox, s.noticed = [], [], [], []
         s.cancel_emitted = False
         if s.ending is not None:
             s.phase = "ended"

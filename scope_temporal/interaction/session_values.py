@@ -80,10 +80,13 @@ class StartTurn(_Frozen):
     run_context: dict[str, Any]
     approved_tools: tuple[str, ...] = ()
     """Tools approved for the session: the turn's calls of them need no approval."""
+    notices: tuple[QueuedMessage, ...] = ()
+    """Task notifications kept for this turn: applied before its first model call."""
 
 
 class SteerTurn(_Frozen):
-    """Pass a message to the running turn as a steer (its id is the steer's id)."""
+    """Pass a message (or a task notification) to the running turn as a steer (its id
+    is the steer's id)."""
 
     kind: Literal["steer_turn"] = "steer_turn"
     process_id: str
@@ -128,6 +131,14 @@ class SessionState(_State):
     ending: str | None = None
     """Why the session ends once the running turn is cancelled."""
     cancel_emitted: bool = False
+    notices: list[QueuedMessage] = []
+    """Background tasks' lifecycle notifications for the next turn (or not yet passed to
+    the running one); their id is the notice id."""
+    noticed: list[QueuedMessage] = []
+    """Notifications passed to the running turn (at its start or as steers); those it did
+    not apply are kept for the next turn when it ends."""
+    notice_ids: list[str] = []
+    """The latest notification ids taken (bounded): dedup."""
     seen: dict[str, SeenMessage] = {}
     """The latest message ids (bounded): dedup, conflicts, stale ids."""
     failure: str | None = None
@@ -146,11 +157,32 @@ class SessionSnapshot(_Frozen):
     digest: str
     queued: tuple[str, ...] = ()
     """Message ids waiting for the next turn."""
+    notices: tuple[str, ...] = ()
+    """Background tasks' notifications kept for the next turn (their notice ids): it
+    applies them before its first model call."""
     run_context: dict[str, Any] = {}
     approved_tools: tuple[str, ...] = ()
     """Tools approved for the session: its turns' calls of them need no approval."""
     ended: str | None = None
     """Why the session ended."""
+
+    @classmethod
+    def of(cls, s: SessionState) -> SessionSnapshot:
+        """The snapshot of a session in state `s`."""
+        status = {"idle": "idle", "turn": "running", "ended": "ended", "failed": "failed"}
+        return cls(
+            session_id=s.session_id,
+            definition=s.definition,
+            status=status[s.phase],
+            turns=tuple(s.turns),
+            messages=len(s.transcript),
+            digest=s.digest,
+            queued=tuple(q.message_id for q in s.queued),
+            notices=tuple(n.message_id for n in s.notices),
+            run_context=s.run_context,
+            approved_tools=tuple(s.approved_tools),
+            ended=s.ending if s.phase == "ended" else s.failure,
+        )
 
     @property
     def current(self) -> TurnRecord | None:

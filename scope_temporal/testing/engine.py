@@ -107,7 +107,9 @@ class LocalEngine:
         self.live: dict[str, LiveText] = {}  # streamed text of model calls in flight
         self.logs = TreeLogs()  # each tree's events, by root Interaction
         self.transport = LocalTransport(self)
-        self.tasks = LocalTasks(runner.tools, self.spawn, self.transport, self.steer)
+        self.tasks = LocalTasks(
+            runner.tools, self.spawn, self.transport, self.steer, self.tell_session
+        )
         self.idle = asyncio.Event()
         self.idle.set()
         self._running: set[asyncio.Task[Any]] = set()
@@ -125,6 +127,11 @@ class LocalEngine:
             return False
         process.steer_update(input)
         return True
+
+    def tell_session(self, session_id: str, input: SteerInput) -> bool:
+        """Give a session of the run a task's notification; False if it is not there."""
+        session = self.sessions.get(session_id)
+        return session is not None and session.notice(input)
 
     # --- scheduling ------------------------------------------------------------------
 

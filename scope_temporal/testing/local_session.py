@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import NoReturn
 
 from scope_temporal.chat import Message
 from scope_temporal.driver.session import SessionDriver
+from scope_temporal.driver.session_events import read_session
 from scope_temporal.driver.transport import ChildEnd, Ended
 from scope_temporal.errors import InvalidSignal
+from scope_temporal.ids import turn_process_id
+from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.session import SessionMachine
+from scope_temporal.interaction.session_stream import SessionPosition, after_turn
 from scope_temporal.interaction.session_values import (
     SessionSnapshot,
     SessionTranscript,
@@ -146,7 +150,7 @@ class LocalSession:
 
     def turn(self, number: int) -> LocalRun:
         """The handle of turn `number` (it must have started)."""
-        process_id = f"{self.id}/turn/{number}"
+        process_id = turn_process_id(self.id, number)
         task = self._turns.get(process_id)
         if task is None:
             raise InvalidSignal(f"Session {self.id!r} has no turn {number} yet.")
@@ -155,6 +159,41 @@ class LocalSession:
             self._seen = max(self._seen, number)
 
         return LocalRun.attached(self.runner, self.engine, process_id, task, on_end=seen)
+
+    def events(
+        self, after: SessionPosition | tuple[int, int] | None = None
+    ) -> AsyncIterator[Event]:
+        """The session's events, turn after turn, as `SessionHandle.events` (each
+        streamed piece of text is its own event here, as in `LocalRun.events`).
+
+        Raises:
+            EventOffsetError: `after` is ahead of the session, or of its turn's stream.
+        """
+
+        async def snapshot() -> SessionSnapshot:
+            return self._driver.snapshot()
+
+        async def past_turn(turn: int) -> SessionSnapshot:
+            await self.engine.wait_until(
+                lambda: after_turn(self._driver.snapshot(), turn) != "wait"
+            )
+            return self._driver.snapshot()
+
+        async def turn_events(turn: int, offset: int | None) -> AsyncIterator[Event]:
+            process_id = turn_process_id(self.id, turn)
+
+            def began() -> bool:  # its Interaction runs, or the turn ended without one
+                record = self._driver.snapshot().turns[turn - 1]
+                return process_id in self._turns or record.status != "running"
+
+            await self.engine.wait_until(began)
+            if process_id in self._turns:
+                async for event in self.engine.logs.of(process_id).read(offset):
+                    yield event
+
+        return read_session(
+            self.id, after, snapshot=snapshot, past_turn=past_turn, turn_events=turn_events
+        )
 
     async def end(self, reason: str = "ended by the host") -> None:
         """End the session (a running turn is cancelled first); returns once it ended."""

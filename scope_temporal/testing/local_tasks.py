@@ -126,6 +126,9 @@ class _TaskTransport:
     async def continue_task_as_new(self, next_input: Callable[[], TaskInput]) -> None:
         """Never asked: a task without history is never due."""
 
+    async def notify_session(self, session_id: str, input: SteerInput) -> bool:
+        return self._tasks.notify_session(session_id, input)
+
 
 class LocalTasks:
     """The background tasks of one local run (also their `TaskAccess`).
@@ -135,6 +138,8 @@ class LocalTasks:
         spawn: runs a coroutine as a task of the run (so `idle()` waits for it).
         host: how the run's drivers wait and are woken.
         steer: steers an Interaction of the run (False: it is not there, or refused).
+        tell_session: gives a session of the run a task's notification (False: it is not
+            there, or has ended).
     """
 
     def __init__(
@@ -143,9 +148,11 @@ class LocalTasks:
         spawn: Spawn,
         host: Host,
         steer: Callable[[str, SteerInput], bool],
+        tell_session: Callable[[str, SteerInput], bool],
     ) -> None:
         self.tools = tools
         self.notify = steer
+        self.notify_session = tell_session
         self.spawn = spawn
         self.runtime = BackgroundRuntime(
             materializer=MemoryMaterializer(),

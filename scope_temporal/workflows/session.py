@@ -23,6 +23,7 @@ from scope_temporal.payloads import (
     SessionEndInput,
     SessionInput,
     SessionSend,
+    SteerInput,
 )
 from scope_temporal.run_context import check_run_context
 from scope_temporal.workflows import inputs, serving
@@ -96,6 +97,16 @@ class SessionWorkflow(CommandsInTask):
                 f"{workflow.info().task_queue!r} (known: {served.names}); the message was not "
                 "taken. Register it on the worker."
             )
+
+    @workflow.signal(name=names.SESSION_NOTICE)
+    def notice(self, raw: RawValue) -> None:
+        """A background task of a turn ended or asks for input (see `SessionDriver.notice`)."""
+        try:
+            input = inputs.decode(raw, SteerInput, "notification")
+        except ScopeError as error:
+            workflow.logger.warning("a notification was refused: %s", error)
+            return
+        self._driver.notice(input)
 
     @workflow.update(name=names.SESSION_END)
     def end(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:

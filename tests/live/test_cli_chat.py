@@ -1,7 +1,8 @@
-"""`scope-temporal chat` at a real terminal (pexpect) and `sessions list|show|end`: turns
-share the conversation, approvals are asked inline and "a" is kept for the session,
+"""`scope-temporal chat` at a real terminal (pexpect) and `sessions list|show|follow|end`:
+turns share the conversation, approvals are asked inline and "a" is kept for the session,
 Ctrl-C leaves the session running and `--session ID` rejoins it (following a turn that
-still waits for an approval)."""
+still waits for an approval); `sessions follow` prints every turn's events, or from a
+stored position."""
 
 from __future__ import annotations
 
@@ -98,6 +99,19 @@ def test_chat_turns_approvals_ctrl_c_and_rejoin(stack: Stack) -> None:
         assert ended.returncode == 1 and "has ended" in ended.stdout
         again = run_cli(["sessions", "end", session], env=env, cwd=project)
         assert again.returncode == 0, again.stdout + again.stderr
+        # the ended session's events, every turn, then from a stored position
+        followed = run_cli(["sessions", "follow", session], env=env, cwd=project)
+        assert followed.returncode == 0, followed.stdout + followed.stderr
+        out = followed.stdout
+        assert [line for line in out.splitlines() if line.startswith("── turn")] == [
+            f"── turn {n}" for n in (1, 2, 3, 4)
+        ]
+        assert "agent> you said: hello there" in out and "agent> ok: web restarted" in out
+        assert out.rstrip().endswith(f"session {session} has ended")
+        resumed = run_cli(["sessions", "follow", session, "--after", "4:-1"], env=env, cwd=project)
+        assert "── turn 3" not in resumed.stdout and "── turn 4" in resumed.stdout
+        ahead = run_cli(["sessions", "follow", session, "--after", "9:0"], env=env, cwd=project)
+        assert ahead.returncode == 1 and "ahead of session" in ahead.stderr
 
 
 def test_rejoining_follows_a_turn_still_waiting_for_approval(stack: Stack) -> None:

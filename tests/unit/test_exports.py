@@ -91,6 +91,7 @@ EXPORTED = [
     "ScriptedModel",
     "SessionEnded",
     "SessionHandle",
+    "SessionPosition",
     "SessionSnapshot",
     "SessionTranscript",
     "SettlementMismatch",

@@ -1,0 +1,157 @@
+"""A session's events as one stream (`interaction/session_stream.py`, read by
+`driver/session_events.py`): positions are (turn, offset); a reader reads turn after
+turn, waits while the session is idle, ends with the session, resumes from any stored
+position (mid-turn or at a turn's end), and refuses a position ahead of the session.
+In-process through `LocalSession.events`, the same reader `SessionHandle.events` runs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from scope_temporal import (
+    Definition,
+    Event,
+    EventOffsetError,
+    ModelRequest,
+    Response,
+    ScriptedModel,
+    SessionPosition,
+    reply,
+)
+from scope_temporal.driver.session_events import read_session
+from scope_temporal.errors import EVENTS_OFFSET_AHEAD, EVENTS_OFFSET_TRUNCATED, InteractionNotFound
+from scope_temporal.interaction.session_stream import after_turn, first_read
+from scope_temporal.interaction.session_values import SessionSnapshot, TurnRecord
+from scope_temporal.testing import LocalRunner
+from scope_temporal.testing.local_session import LocalSession
+
+WAIT = 5.0
+
+
+def snapshot(statuses: list[str], status: str = "idle") -> SessionSnapshot:
+    turns = tuple(
+        TurnRecord(turn=n, process_id=f"s/turn/{n}", message_ids=(f"m{n}",), status=s)  # type: ignore[arg-type]
+        for n, s in enumerate(statuses, 1)
+    )
+    return SessionSnapshot(
+        session_id="s",
+        definition="talk",
+        status=status,
+        turns=turns,
+        messages=0,
+        digest="",  # type: ignore[arg-type]
+    )
+
+
+def test_a_position_is_a_turn_and_an_offset_in_it() -> None:
+    assert first_read("s", None, 0) == (1, None)
+    assert first_read("s", None, 3) == (1, None)
+    assert first_read("s", SessionPosition(2, 7), 3) == (2, 7)
+    assert first_read("s", (3, -1), 3) == (3, -1)
+    for bad in [(4, -1), (0, 0), (1, -2), ("1", 0)]:
+        with pytest.raises(EventOffsetError) as caught:
+            first_read("s", bad, 3)  # type: ignore[arg-type]
+        assert caught.value.code == EVENTS_OFFSET_AHEAD
+        assert "last event you read" in caught.value.message
+    with pytest.raises(EventOffsetError, match=r"ahead of session 's': it has 3 turn\(s\)"):
+        first_read("s", (5, 0), 3)
+
+
+def test_after_a_turn_the_reader_reads_on_waits_or_stops() -> None:
+    assert after_turn(snapshot(["completed", "running"], "running"), 1) == "next"
+    assert after_turn(snapshot(["completed"]), 1) == "wait"
+    assert after_turn(snapshot(["running"], "running"), 1) == "wait"  # its end not yet taken
+    assert after_turn(snapshot(["completed"], "ended"), 1) == "end"
+    assert after_turn(snapshot(["canceled"], "failed"), 1) == "end"
+    assert after_turn(snapshot([], "running"), 0) == "wait"
+
+
+def echo(request: ModelRequest) -> Response:
+    users = [m.text for m in request.messages if m.role == "user"]
+    return reply.text("seen: " + " | ".join(users))
+
+
+def session() -> LocalSession:
+    runner = LocalRunner(definitions=[Definition("talk")], models={"default": ScriptedModel(echo)})
+    return runner.session("talk", id="s1")
+
+
+async def read(s: LocalSession, after: tuple[int, int] | None = None) -> list[Event]:
+    return [e async for e in s.events(after=after)]
+
+
+def positions(events: list[Event]) -> list[tuple[int | None, int]]:
+    return [(e.turn, e.offset) for e in events]
+
+
+async def test_a_subscriber_reads_every_turn_in_order_and_waits_while_idle() -> None:
+    s = session()
+    await (await s.send("one", message_id="m1")).result(timeout=WAIT)
+    seen: list[Event] = []
+
+    async def subscribe() -> None:
+        async for event in s.events():
+            seen.append(event)
+
+    subscriber = asyncio.ensure_future(subscribe())
+    await asyncio.sleep(0.05)
+    assert not subscriber.done()  # idle after turn 1: it waits for the next turn
+    assert seen[-1].kind == "completed" and seen[-1].turn == 1
+    await (await s.send("two", message_id="m2")).result(timeout=WAIT)
+    await s.end()
+    await asyncio.wait_for(subscriber, WAIT)  # ended with the session
+    turns = [e.turn for e in seen]
+    assert turns == sorted(turns) and set(turns) == {1, 2}
+    for turn in (1, 2):
+        offsets = [e.offset for e in seen if e.turn == turn]
+        assert offsets == list(range(len(offsets)))  # each turn's stream, whole
+    ends = [e for e in seen if e.kind == "completed"]
+    assert [(e.turn, e.process_id) for e in ends] == [(1, "s1/turn/1"), (2, "s1/turn/2")]
+    assert ends[1].output.text == "seen: one | two"  # type: ignore[union-attr]
+
+
+async def test_a_subscriber_resumes_from_a_stored_position_mid_turn_and_at_a_turn_end() -> None:
+    s = session()
+    await (await s.send("one", message_id="m1")).result(timeout=WAIT)
+    await (await s.send("two", message_id="m2")).result(timeout=WAIT)
+    await s.end()
+    every = await read(s)
+    first_turn = [e for e in every if e.turn == 1]
+    assert len(first_turn) >= 3
+    # mid-turn: the rest of turn 1, then all of turn 2
+    middle = first_turn[1]
+    assert positions(await read(s, (1, middle.offset))) == positions(every)[2:]
+    # at turn 1's end (its completed event): turn 2 from its first event
+    last = first_turn[-1]
+    assert positions(await read(s, SessionPosition(1, last.offset))) == [
+        (e.turn, e.offset) for e in every if e.turn == 2
+    ]
+    assert positions(await read(s, (2, -1))) == positions(await read(s, (1, last.offset)))
+
+
+async def test_a_position_ahead_of_the_session_is_refused() -> None:
+    s = session()
+    await (await s.send("one", message_id="m1")).result(timeout=WAIT)
+    with pytest.raises(EventOffsetError, match=r"ahead of session 's1'"):
+        await read(s, (2, 0))
+    with pytest.raises(EventOffsetError, match=r"Session 's1', turn 1: Offset 99 is not"):
+        await read(s, (1, 99))
+
+
+async def test_a_turn_no_longer_retained_is_refused_with_what_to_do() -> None:
+    async def snap() -> SessionSnapshot:
+        return snapshot(["completed", "completed", "completed"])
+
+    async def gone(turn: int, after: int | None) -> AsyncIterator[Event]:
+        raise InteractionNotFound(f"No Interaction 's/turn/{turn}'.")
+        yield  # pragma: no cover
+
+    events = read_session("s", (1, 4), snapshot=snap, past_turn=lambda n: snap(), turn_events=gone)
+    with pytest.raises(EventOffsetError) as caught:
+        await anext(events)
+    assert caught.value.code == EVENTS_OFFSET_TRUNCATED
+    assert "Turn 1 of session 's' is no longer retained" in caught.value.message
+    assert "events(after=(3, -1))" in caught.value.message
