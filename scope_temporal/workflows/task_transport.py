@@ -1,5 +1,6 @@
-"""The transport of `scope.BackgroundTask`: `TemporalTransport` plus what continuing a
-task as new needs. Everything here runs inside the workflow: deterministic."""
+"""The transport of `scope.BackgroundTask`: `TemporalTransport` plus what only a task
+does (tell its session, continue as new). Everything here runs inside the workflow:
+deterministic."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from collections.abc import Callable
 
 from temporalio import workflow
 
+from scope_temporal import names
 from scope_temporal.driver.history_limits import HistoryUsage
 from scope_temporal.payload_limits import size_of
-from scope_temporal.payloads import TaskInput
+from scope_temporal.payloads import SteerInput, TaskInput
 from scope_temporal.workflows import serving
 from scope_temporal.workflows.task_commands import command_issued
 from scope_temporal.workflows.temporal import TemporalTransport
@@ -26,6 +28,16 @@ class TaskTemporalTransport(TemporalTransport):
 
     def handlers_finished(self) -> bool:
         return workflow.all_handlers_finished()
+
+    async def notify_session(self, session_id: str, input: SteerInput) -> bool:
+        command_issued()  # (only tasks started with a session id: no earlier history)
+        try:
+            await workflow.get_external_workflow_handle(session_id).signal(
+                names.SESSION_NOTICE, input
+            )
+        except Exception:  # it has ended (or never was): the signal was not delivered
+            return False
+        return True
 
     async def continue_task_as_new(self, next_input: Callable[[], TaskInput]) -> None:
         limit = serving.current().payload_limit

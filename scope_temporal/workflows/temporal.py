@@ -267,16 +267,6 @@ class TemporalTransport:
             return False
         return True
 
-    async def notify_session(self, session_id: str, input: SteerInput) -> bool:
-        command_issued()  # (only tasks started with a session id: no earlier history)
-        try:
-            await workflow.get_external_workflow_handle(session_id).signal(
-                names.SESSION_NOTICE, input
-            )
-        except Exception:  # it has ended (or never was): the signal was not delivered
-            return False
-        return True
-
     def start_attempt(
         self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
     ) -> _Attempt:
