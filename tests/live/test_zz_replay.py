@@ -1,11 +1,11 @@
 """CONFORMANCE 42: every history the live suite produced replays without non-determinism.
 
 Runs last among the live tests (file order; tests/faults runs before tests/live). It
-replays every workflow in the dev server's namespace: roots, ToolCall children, delegates
-and background tasks alike, including the runs whose workers were SIGKILLed mid-task. It
-also scans each history for the fake API key the fault-injection workers hold (and the
-live model-error tests' endpoints echo in their error bodies): none may contain it, and
-where an endpoint echoed it, the history holds it masked.
+replays every workflow in the dev server's namespace: roots, ToolCall children,
+delegates, background tasks and sessions alike, including the runs whose workers were
+SIGKILLed mid-task. It also scans each history for the fake API key the fault-injection
+workers hold (and the live model-error tests' endpoints echo in their error bodies): none
+may contain it, and where an endpoint echoed it, the history holds it masked.
 """
 
 from __future__ import annotations
@@ -32,7 +32,12 @@ from scope_temporal import (
     reply,
     tool,
 )
-from scope_temporal.names import INTERACTION_WORKFLOW, TASK_WORKFLOW, TOOL_CALL_WORKFLOW
+from scope_temporal.names import (
+    INTERACTION_WORKFLOW,
+    SESSION_WORKFLOW,
+    TASK_WORKFLOW,
+    TOOL_CALL_WORKFLOW,
+)
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.testing.replay import history_task_queue, replay_history
 from tests.faults import figures, scenario
@@ -113,6 +118,7 @@ async def replay_with_deadline(
 
 
 FAILED_HISTORIES = Path(tempfile.gettempdir()) / "scope-temporal-replay-failures"
+REPLAYED_TYPES = (INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW, TASK_WORKFLOW, SESSION_WORKFLOW)
 """Where a history that did not replay is written, to study it after the run."""
 
 
@@ -149,7 +155,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
     async for execution in client.list_workflows():
         if execution.id.split("/")[0] in DIVERGED_IDS | CHECKED_BY_THEIR_TEST:
             continue
-        if execution.workflow_type not in (INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW, TASK_WORKFLOW):
+        if execution.workflow_type not in REPLAYED_TYPES:
             continue  # e.g. a placeholder a test started to block a child id
         history = await client.get_workflow_handle(
             execution.id, run_id=execution.run_id
@@ -195,7 +201,7 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             kept.write_text(history.to_json())
             failures[execution.id] = f"{result.replay_failure!r} (history kept in {kept})"
     assert replayed[INTERACTION_WORKFLOW] >= 1 and replayed[TOOL_CALL_WORKFLOW] >= 1
-    assert replayed[TASK_WORKFLOW] >= 1
+    assert replayed[TASK_WORKFLOW] >= 1 and replayed[SESSION_WORKFLOW] >= 1
     assert failures == {}
     assert leaked == [], "an API key reached workflow history"
     if any(queue.startswith(("fault-", "fleet-")) for queue in MODE_BY_QUEUE):
