@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import re
+import signal
 import uuid
 
 import pexpect
@@ -40,9 +41,23 @@ models = {"default": ScriptedModel(plan)}
 )
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def spawn(env: dict[str, str], cwd: str, *args: str) -> tuple[pexpect.spawn, io.StringIO]:
+    """The CLI at a terminal of its own. Ctrl-C is restored to what a terminal gives: a
+    suite launched as a background job of a non-interactive shell ignores SIGINT, and an
+    ignored signal is inherited across exec (the chat would never see its Ctrl-C)."""
     child = pexpect.spawn(
-        CLI, list(args), env=env, cwd=cwd, encoding="utf-8", timeout=30, dimensions=(50, 200)
+        CLI,
+        list(args),
+        env=env,
+        cwd=cwd,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(50, 200),
+        preexec_fn=_default_sigint,
     )
     shown = io.StringIO()
     child.logfile_read = shown
