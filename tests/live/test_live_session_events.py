@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import pytest
-from pydantic import BaseModel
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
@@ -23,19 +21,16 @@ from scope_temporal import (
     InteractionNotFound,
     ModelRequest,
     Response,
-    RunHandle,
-    RunProgress,
     ScriptedModel,
     SessionHandle,
     SessionPosition,
     SteerAppliedEvent,
-    TaskRun,
-    background_tool,
     reply,
 )
 from scope_temporal.errors import EVENTS_OFFSET_AHEAD
 from scope_temporal.interaction.notices import notice_id
 from tests.live.harness import eventually, fresh_id, serving
+from tests.live.session_report import GATE, Report, reporter
 
 WAIT = 30.0
 
@@ -125,36 +120,6 @@ async def test_bad_positions_and_unknown_sessions_are_refused(
         with pytest.raises(InteractionNotFound):
             await read(scope.get_session(fresh_id("no-such-session")))
         await session.end()
-
-
-class Args(BaseModel):
-    pass
-
-
-GATE: list[asyncio.Event] = []
-
-
-@background_tool(foreground_timeout=0.05)
-class Report:
-    """Write a report in the background (it ends when the test opens the gate)."""
-
-    async def start(self, task_id: str, arguments: Args, attempt: int) -> RunHandle:
-        async def work(progress: RunProgress) -> Any:
-            await GATE[0].wait()
-            return {"report": "ready"}
-
-        return TaskRun(work)
-
-
-def reporter(request: ModelRequest) -> Response:
-    """Turn 1 launches the report and replies; later turns say what they were told."""
-    last = request.messages[-1]
-    if last.role == "user" and last.text == "write the report":
-        return reply.tool_calls(("report", {"run_in_background": True}))
-    if last.role == "tool":
-        return reply.text("started it")
-    told = [m.text for m in request.messages if m.role == "user" and "task" in m.text]
-    return reply.text(f"told: {len(told)}")
 
 
 async def test_a_task_that_ends_after_its_turn_tells_the_next_turn_through_the_session(

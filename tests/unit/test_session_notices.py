@@ -11,20 +11,12 @@ import asyncio
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from scope_temporal import (
     Definition,
     Message,
-    ModelRequest,
-    Response,
-    RunHandle,
-    RunProgress,
     ScriptedModel,
     SteerAppliedEvent,
-    TaskRun,
-    background_tool,
-    reply,
 )
 from scope_temporal.errors import InvalidSignal
 from scope_temporal.interaction.notices import notice_id
@@ -32,6 +24,7 @@ from scope_temporal.interaction.session import KEPT_MESSAGE_IDS, SessionMachine
 from scope_temporal.interaction.session_values import QueuedMessage, StartTurn, SteerTurn
 from scope_temporal.outputs import Failure
 from scope_temporal.testing import LocalRunner
+from tests.live.session_report import GATE, Report, reporter
 from tests.unit.test_session_machine import output
 
 WAIT = 5.0
@@ -97,39 +90,9 @@ def test_an_ended_session_drops_notices_and_bad_ones_are_refused() -> None:
     assert len(ids.state.notice_ids) == KEPT_MESSAGE_IDS
 
 
-class Args(BaseModel):
-    seconds: float = 0.0
-
-
-GATE: list[asyncio.Event] = []
-
-
-@background_tool(foreground_timeout=0.05)
-class Report:
-    """Write a report in the background (it ends when the test opens the gate)."""
-
-    async def start(self, task_id: str, arguments: Args, attempt: int) -> RunHandle:
-        async def work(progress: RunProgress) -> Any:
-            await GATE[0].wait()
-            return {"report": "ready"}
-
-        return TaskRun(work)
-
-
-def plan(request: ModelRequest) -> Response:
-    """Turn 1 launches the report and replies; later turns say what they were told."""
-    last = request.messages[-1]
-    if last.role == "user" and last.text == "write the report":
-        return reply.tool_calls(("report", {"run_in_background": True}))
-    if last.role == "tool":
-        return reply.text("started it")
-    told = [m.text for m in request.messages if m.role == "user" and "task" in m.text]
-    return reply.text(f"told: {len(told)}")
-
-
 async def test_a_task_ending_after_its_turn_is_read_by_the_next_turn() -> None:
     GATE[:] = [asyncio.Event()]
-    model = ScriptedModel(plan)
+    model = ScriptedModel(reporter)
     runner = LocalRunner(
         definitions=[Definition("bg", tools=[Report])], tools=[Report], models={"default": model}
     )
