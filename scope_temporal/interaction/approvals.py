@@ -2,18 +2,17 @@
 
 Theory of operation (the policy itself: `scope_temporal.approval`). At admission
 (`admission.py`) the Interaction judges each tool call its Definition's `ApprovalPolicy`
-`covers` (`judge`):
-the approver hook may approve or deny it then and there, an approval remembered for the
-tool lets it run, and `otherwise="deny"` refuses it; else the call is marked `ask`. When
-the call starts (`gate`), a tool approved meanwhile by a sibling's remembered answer runs
-without asking; any other `ask` call starts its Tool call Process behind an
-`ApprovalGate`: the Process opens its approval wait before the first attempt, and the
-answer (`ANSWER_SCHEMA`, read by `answered`) approves it (the body runs once) or denies
-it (a rejected result, the body never runs). The decision travels back with the call's
-settlement; an approval with `remember` adds the tool to the Interaction's approved
-tools. Every attempt carries the call's decision to `scope.tool`, whose guard refuses a
-covered call with none on record (`admission.admission_problem`). Pure functions, run
-inside the machines' transitions.
+`covers` (`judge`): the approver hook may approve or deny it then and there, an approval
+remembered for the tool lets it run, and `otherwise="deny"` refuses it; else the call is
+marked `ask`. When the call starts (`gate`), a tool approved meanwhile by a sibling's
+remembered answer runs without asking; any other `ask` call starts its Tool call Process
+behind an `ApprovalGate`: the Process opens its approval wait before the first attempt,
+and the answer (`ANSWER_SCHEMA`, read by `answered`) approves it (the body runs once) or
+denies it (a rejected result, the body never runs). The decision travels back with the
+call's settlement; an approval with `remember` adds the tool to the Interaction's
+approved tools. Every attempt carries the call's decision to `scope.tool`, whose guard
+refuses a covered call with none on record (`admission.admission_problem`). Pure
+functions, run inside the machines' transitions.
 """
 
 from __future__ import annotations

@@ -3,12 +3,12 @@
 Admission (`admission.py`, the judgement `scope.tool`'s guard repeats) settles unknown
 tools, unauthorised tools and invalid arguments at once (no child, no body run), and
 judges each call its Definition's approval policy covers (`approvals.py`): denied at
-once, approved, or started behind an approval wait. Calls
-start as the scheduler allows (`scheduling.py`: parallel tools within the window,
-barriers alone, delegates unless a barrier holds them back). Each running call settles
-exactly once; the round commits, results in call order, when every call is definite.
-Functions over the round, run inside the machine's fail-closed transitions; the phase
-is the machine's alone: they return what happened.
+once, approved, or started behind an approval wait. Calls start as the scheduler allows
+(`scheduling.py`: parallel tools within the window, barriers alone, delegates unless a
+barrier holds them back). Each running call settles exactly once; the round commits,
+results in call order, when every call is definite. Functions over the round, run inside
+the machine's fail-closed transitions; the phase is the machine's alone: they return what
+happened.
 """
 
 from __future__ import annotations
