@@ -125,6 +125,9 @@ def test_seam_07_approvers_with_different_state_give_different_digests(kind: str
 def test_seam_07_equal_state_gives_equal_digests_in_any_instance() -> None:
     assert _digest(Approver("dev-")) == _digest(Approver("dev-"))
     assert _digest(Approver("dev-").judge) == _digest(Approver("dev-").judge)
+    looped = Approver("dev-")
+    looped.me = looped  # type: ignore[attr-defined]  # a cycle ends the walk there
+    assert _digest(looped) != _digest(Approver("dev-"))
 
 
 def test_seam_07_a_plain_function_approvers_digest_is_what_it_was() -> None:
