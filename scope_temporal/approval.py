@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from scope_temporal.code_digest import code_fingerprint
+from scope_temporal.code_digest import Unfingerprintable, code_fingerprint, state_fingerprint
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen
 from scope_temporal.tools.spec import PERMISSIONS, Permission, ToolSpec
@@ -111,7 +111,10 @@ class ApprovalPolicy(Frozen):
             replay: a deterministic, plain (not async) function of the request. One that
             raises, is async or returns anything but an `ApprovalDecision` fails the
             Interaction as a host failure (`interaction.host.failed`) naming it. Its
-            code is part of the Definition's digest, like the completion validator's.
+            code is part of the Definition's digest, like the completion validator's,
+            and so is its state: a callable object's attributes, a bound method's
+            instance, the objects in a partial's arguments or a closure, read as data
+            when the policy is built (`code_digest.state_fingerprint`).
         otherwise: what happens when neither the approver nor an earlier approval
             decided: `ask` a person (an approval wait) or `deny` without asking.
 
@@ -119,8 +122,10 @@ class ApprovalPolicy(Frozen):
     the Interaction's own background tasks and are exempt unless named in `tools`.
 
     Raises:
-        DefinitionError: an unknown permission, a tool both required and exempt, or an
-            invalid `otherwise`. (Tool names are checked against the Definition.)
+        DefinitionError: an unknown permission, a tool both required and exempt, an
+            invalid `otherwise`, or an approver bound to an object whose state cannot be
+            read as data (a lock, a client). (Tool names are checked against the
+            Definition.)
     """
 
     def __init__(
@@ -153,6 +158,7 @@ class ApprovalPolicy(Frozen):
         self.exempt: frozenset[str] = spared
         self.approver = approver
         self.otherwise: Otherwise = otherwise
+        self._approver_state = None if approver is None else _state_of(approver)
         self._freeze()
 
     @classmethod
@@ -187,18 +193,21 @@ class ApprovalPolicy(Frozen):
         return spec.permission in self.require
 
     def declaration(self) -> dict[str, Any]:
-        """The policy as JSON for the Definition's digest (the approver by its code)."""
+        """The policy as JSON for the Definition's digest (the approver by its code, and
+        by its state when it is bound to objects: a plain function's entry is what it
+        always was, so recorded digests stay valid)."""
         approver = self.approver
+        described: dict[str, Any] | None = None
+        if approver is not None:
+            described = {"name": callable_name(approver), "code": code_fingerprint(approver)}
+            if self._approver_state is not None:
+                described["state"] = self._approver_state
         return {
             "require": sorted(self.require),
             "tools": sorted(self.tools),
             "exempt": sorted(self.exempt),
             "otherwise": self.otherwise,
-            "approver": (
-                None
-                if approver is None
-                else {"name": callable_name(approver), "code": code_fingerprint(approver)}
-            ),
+            "approver": described,
         }
 
     def __repr__(self) -> str:
@@ -206,6 +215,22 @@ class ApprovalPolicy(Frozen):
             f"ApprovalPolicy(require={sorted(self.require)}, tools={sorted(self.tools)}, "
             f"exempt={sorted(self.exempt)}, otherwise={self.otherwise!r})"
         )
+
+
+def _state_of(approver: Approver) -> str | None:
+    """The approver's state fingerprint, or the refusal of an approver whose state the
+    digest cannot cover (two of them could decide differently under one digest)."""
+    try:
+        return state_fingerprint(approver, "approver")
+    except Unfingerprintable as error:
+        raise DefinitionError(
+            f"ApprovalPolicy: the approver {callable_name(approver)} cannot be part of the "
+            f"Definition's digest: {error}, so a changed approver could not be told from the "
+            "one running Interactions recorded. Pass a plain function, or an approver whose "
+            "state is plain data (str, int, float, bool, None, lists, dicts, sets, enums, and "
+            "objects or dataclasses made of them); keep clients and locks out of it (an "
+            "approver is pure: it does no I/O)."
+        ) from error
 
 
 def callable_name(function: object) -> str:

@@ -20,20 +20,33 @@ its module). Change those with the function, or rename the Definition.
 
 Never uses `id()`, memory addresses or `hash()` of strings, so it is stable across
 processes (string hashing is randomised per process; sets are sorted here).
+
+`state_fingerprint` covers what `code_fingerprint` counts by type only: the **state of the
+objects** a callable is bound to (a callable object's attributes, a bound method's
+`__self__`, objects among a partial's arguments or a function's defaults and closure),
+read as data, recursively. It is None for a callable bound to no object, so a
+declaration that adds it only when set keeps every such digest what it was.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import decimal
 import enum
+import fractions
 import functools
 import hashlib
 import inspect
 import io
 import json
+import pathlib
+import re
 import sys
 import textwrap
 import tokenize
 import types
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -174,4 +187,168 @@ def _type_name(value: object) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-__all__ = ["code_fingerprint"]
+class Unfingerprintable(TypeError):
+    """A callable is bound to an object whose state cannot be read as data (a lock, a
+    client, a C object): two such callables could decide differently under one digest."""
+
+    def __init__(self, path: str, value: object) -> None:
+        super().__init__(f"{path} is a {_type_name(value)}, whose state cannot be read as data")
+        self.path = path
+
+
+_ATOMS = (
+    bytes,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    datetime.timezone,
+    decimal.Decimal,
+    fractions.Fraction,
+    uuid.UUID,
+    pathlib.PurePath,
+    re.Pattern,
+    complex,
+)
+"""Immutable values whose repr is their whole state (and holds no memory address)."""
+_BUILTINS = (
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
+)
+
+
+def state_fingerprint(fn: Callable[..., Any], name: str = "fn") -> str | None:
+    """`"state:<sha256>"` of the objects `fn` is bound to, or None when it is bound to
+    none (see the module docstring).
+
+    Args:
+        fn: a function, lambda, bound method, `functools.partial` or callable object.
+        name: how errors name `fn` (the path of a value starts with it).
+
+    Raises:
+        Unfingerprintable: a bound object (at any depth) has no state readable as data;
+            its `path` says where, e.g. `fn.__self__.client`.
+    """
+    walk = _StateWalk()
+    described = walk.callable(fn, name)
+    if not walk.objects:
+        return None
+    text = json.dumps(described, sort_keys=True, separators=(",", ":"))
+    return f"state:{hashlib.sha256(text.encode()).hexdigest()}"
+
+
+class _StateWalk:
+    """One walk over what a callable is bound to; `objects` counts the objects met."""
+
+    def __init__(self) -> None:
+        self.objects = 0
+        self._path: set[int] = set()  # the objects on the way down (cycles stop there)
+
+    def callable(self, fn: Any, path: str) -> Any:
+        if isinstance(fn, functools.partial):
+            return {
+                "partial": self.callable(fn.func, f"{path}.func"),
+                "args": [self.value(a, f"{path}.args[{i}]") for i, a in enumerate(fn.args)],
+                "keywords": {k: self.value(v, f"{path}.{k}") for k, v in fn.keywords.items()},
+            }
+        if isinstance(fn, types.MethodType):
+            return {
+                "self": self.value(fn.__self__, f"{path}.__self__"),
+                "method": self.callable(fn.__func__, path),
+            }
+        if isinstance(fn, types.FunctionType):
+            closure = zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True)
+            return {
+                "defaults": [self.value(v, f"{path}.<default>") for v in fn.__defaults__ or ()],
+                "kwdefaults": {
+                    k: self.value(v, f"{path}.{k}") for k, v in (fn.__kwdefaults__ or {}).items()
+                },
+                "closure": {n: self.value(_cell_value(c), f"{path}.{n}") for n, c in closure},
+            }
+        call = None if isinstance(fn, type) else inspect.getattr_static(type(fn), "__call__", None)
+        if isinstance(call, types.FunctionType):  # a callable object: its class's __call__
+            return {"object": self.state(fn, path), "call": self.callable(call, path)}
+        if isinstance(fn, type):
+            return {"class": _type_name(fn)}
+        if not isinstance(fn, _BUILTINS):  # a callable C object (e.g. an attrgetter)
+            return {"object": self.state(fn, path)}
+        bound = getattr(fn, "__self__", None)  # a builtin method bound to a value
+        if bound is None or isinstance(bound, types.ModuleType):
+            return None
+        return {"self": self.value(bound, f"{path}.__self__")}
+
+    def value(self, value: Any, path: str) -> Any:
+        if value is None or isinstance(value, bool | int | str):
+            return value
+        if isinstance(value, float):
+            return {"float": repr(value)}
+        if isinstance(value, enum.Enum):
+            return {"enum": _type_name(value), "name": value.name}
+        if isinstance(value, _ATOMS):
+            return {_type_name(value): repr(value)}
+        if isinstance(value, type):
+            return {"class": _type_name(value)}
+        if isinstance(value, types.ModuleType):
+            return {"module": value.__name__}
+        if isinstance(value, list | tuple):
+            return [self.value(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            items = (
+                [self.value(k, f"{path}.<key>"), self.value(v, f"{path}[{k!r}]")]
+                for k, v in value.items()
+            )
+            return {"dict": sorted(json.dumps(item, sort_keys=True) for item in items)}
+        if isinstance(value, set | frozenset):
+            members = (self.value(v, f"{path}.<member>") for v in value)
+            return {"set": sorted(json.dumps(m, sort_keys=True) for m in members)}
+        if callable(value):
+            return {"function": self.callable(value, path)}
+        return {"object": self.state(value, path)}
+
+    def state(self, value: Any, path: str) -> Any:
+        """An object's attributes (its `__dict__`, `__slots__` or dataclass fields)."""
+        self.objects += 1
+        if id(value) in self._path:
+            return "<recursive>"
+        attributes = _attributes(value)
+        if attributes is None:
+            raise Unfingerprintable(path, value)
+        self._path.add(id(value))
+        try:
+            return {
+                "type": _type_name(value),
+                "state": {k: self.value(v, f"{path}.{k}") for k, v in attributes.items()},
+            }
+        finally:
+            self._path.discard(id(value))
+
+
+def _attributes(value: object) -> dict[str, Any] | None:
+    """The attributes that make up an object's state, or None when it keeps its state
+    where Python code cannot read it (a C object: a lock, a socket, a client's pool)."""
+    found: dict[str, Any] = {}
+    readable = hasattr(value, "__dict__")
+    if readable:
+        found.update(vars(value))
+    for kind in type(value).__mro__[:-1]:
+        slots = kind.__dict__.get("__slots__")
+        if slots is None:
+            continue
+        readable = True
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot.startswith("__") and slot.endswith("__"):
+                continue  # __dict__, __weakref__, pydantic's bookkeeping
+            attribute = f"_{kind.__name__.lstrip('_')}{slot}" if slot.startswith("__") else slot
+            if hasattr(value, attribute):
+                found.setdefault(slot, getattr(value, attribute))
+    if dataclasses.is_dataclass(value):
+        readable = True
+        for field in dataclasses.fields(value):
+            found.setdefault(field.name, getattr(value, field.name))
+    return found if readable else None
+
+
+__all__ = ["Unfingerprintable", "code_fingerprint", "state_fingerprint"]

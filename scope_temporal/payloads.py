@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
+from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import BaseRef, ContextRef
 from scope_temporal.interaction.approvals import ApprovalGate
@@ -117,6 +118,8 @@ class ToolCallInput(_Payload):
     """The Interaction was paused when it promoted the call."""
     approval: ApprovalGate | None = None
     """The call waits for approval before its first attempt (never with `first_outcome`)."""
+    decision: ApprovalRecord | None = None
+    """The approval its Interaction gave at admission (`StartToolCall.decision`)."""
     payload_limit: int | None = None
     """The Interaction's recorded payload limit (None in histories from before it was
     passed down: the serving worker's limit then applies)."""

@@ -1,9 +1,10 @@
 """What `scope.tool` does, free of Temporal: run one entry into a tool body and classify it.
 
-Shared by the activity and by `LocalRunner` (`attempt_once`). The worker refuses a
-request its Definition does not grant before anything runs; the executor checks the
-permission and the argument schema before any body runs (see
-`scope_temporal.tools.executor` for the five outcome kinds); an outcome over the payload
+Shared by the activity and by `LocalRunner` (`attempt_once`). The worker refuses an
+attempt its Definition does not allow before anything runs (`unauthorised`: the
+Interaction's admission made again, approval included); the executor checks the
+argument schema again after the outer middleware, before the body (see
+`scope_temporal.tools.executor` for the outcome kinds); an outcome over the payload
 limit is unknown. Cancellation propagates so the caller can treat it as unknown.
 """
 
@@ -13,8 +14,13 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from scope_temporal.background.runtime import BackgroundRuntime, activate
 from scope_temporal.definition import Definition
-from scope_temporal.errors import PAYLOAD_TOO_LARGE, TOOL_NOT_AUTHORIZED
-from scope_temporal.interaction.effects import ToolEffectRequest
+from scope_temporal.errors import (
+    PAYLOAD_TOO_LARGE,
+    TOOL_NOT_AUTHORIZED,
+    TOOL_SCHEMA_INVALID,
+    ScopeError,
+)
+from scope_temporal.interaction.admission import admission_problem
 from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.observers import ObserverHub
 from scope_temporal.payload_limits import size_of, too_large
@@ -56,38 +62,46 @@ async def run_tool_attempt(
     """Enter the tool body once and return exactly one classified outcome."""
     invocation = invocation_of(attempt)
     await observers.emit("tool_started", invocation=invocation)
-    outcome = await execute_tool(
-        tools.get(attempt.request.call.name),
-        invocation,
-        granted=frozenset(attempt.request.granted),
-        middleware=middleware,
-    )
+    tool = tools.get(attempt.request.call.name)
+    assert tool is not None  # attempt_once's guard let only registered tools through
+    outcome = await execute_tool(tool, invocation, middleware=middleware)
     await observers.emit("tool_settled", invocation=invocation, outcome=outcome)
     return outcome
 
 
 def unauthorised(
-    request: ToolEffectRequest, definition: Definition | None, tools: ToolRegistry
-) -> Rejected | None:
-    """Refuse a request its Definition does not grant, before anything runs.
+    attempt: ToolAttempt, definition: Definition | None, tools: ToolRegistry
+) -> Rejected | Unknown | None:
+    """Refuse an attempt its Definition does not allow, before anything runs.
 
     The Interaction only asks for what its Definition allows; this guards the worker
     against a forged request (e.g. a `scope.ToolCall` started by hand with a wider grant,
-    a tool the Definition does not bind, or a Definition this worker does not serve).
+    a tool the Definition does not bind, a Definition this worker does not serve, or no
+    approval decision for a call the approval policy covers). It makes the Interaction's
+    own admission (`interaction.admission`) with the approval decision the attempt
+    carries, after checking what only the worker knows: the Definition it serves under
+    that name and digest, and the tool it registered under the call's name.
     """
+    request = attempt.request
     call = request.call
     spec = definition.tools.get(call.name) if definition is not None else None
     tool = tools.get(call.name)
     if (
         definition is None
         or request.digest != definition.digest
-        or not set(request.granted) <= definition.capabilities
-        or spec is None
         or tool is None
-        or tool.spec.permission != spec.permission
+        or (spec is not None and tool.spec.permission != spec.permission)
     ):
         permission = spec.permission if spec is not None else "exec"
         return Rejected(result=not_authorized(call, permission), code=TOOL_NOT_AUTHORIZED)
+    try:
+        refusal = admission_problem(
+            definition, call, granted=request.granted, approval=attempt.approval
+        )
+    except ScopeError as error:  # the tool's own schema is broken: as the executor says it
+        return Unknown(code=TOOL_SCHEMA_INVALID, diagnostic=f"{type(error).__name__}: {error}")
+    if refusal is not None:
+        return Rejected(result=refusal.result, code=refusal.code)
     return None
 
 
@@ -107,7 +121,7 @@ async def attempt_once(
     body's run (the activity heartbeats there).
     """
     request = attempt.request
-    refused = unauthorised(request, registry.lookup(request.definition), tools)
+    refused = unauthorised(attempt, registry.lookup(request.definition), tools)
     if refused is not None:
         return refused
     with activate(runtime):

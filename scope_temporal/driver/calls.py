@@ -150,6 +150,7 @@ def tool_call_input(
         payload_limit=limit,
         events_to=events_to,
         approval=effect.approval,
+        decision=effect.decision,
         report_to=report_to,
         task_queue=spec.task_queue if spec is not None else None,
         session_id=session_id,
@@ -186,7 +187,7 @@ async def run_tool_call(
         machine.fail(errors.PAYLOAD_TOO_LARGE, refused)
         return
     if machine.definition.tool_call_workflows == "on_demand" and effect.approval is None:
-        first = ToolCallMachine.start(request).next_attempt()
+        first = ToolCallMachine.start(request, decision=effect.decision).next_attempt()
         assert first is not None  # a new call is always ready for its first entry
         outcome = await attempt_tool(
             transport,

@@ -43,7 +43,9 @@ class ToolCallDriver:
     """
 
     def __init__(self, input: ToolCallInput, transport: ToolCallTransport, *, limit: int) -> None:
-        self.machine = machine = ToolCallMachine.start(input.request, input.approval)
+        self.machine = machine = ToolCallMachine.start(
+            input.request, input.approval, input.decision
+        )
         if input.first_outcome is not None:
             # promoted by an Interaction that already ran the first attempt itself
             machine.next_attempt()

@@ -1,16 +1,18 @@
 """Approval in the loop: which calls wait for approval, the approval wait, its answers.
 
-Theory of operation (the policy itself: `scope_temporal.approval`). At admission the
-Interaction judges each tool call its Definition's `ApprovalPolicy` covers (`judge`):
-the approver hook may approve or deny it then and there, an approval remembered for the
-tool lets it run, and `otherwise="deny"` refuses it; else the call is marked `ask`. When
-the call starts (`gate`), a tool approved meanwhile by a sibling's remembered answer runs
-without asking; any other `ask` call starts its Tool call Process behind an
-`ApprovalGate`: the Process opens its approval wait before the first attempt, and the
-answer (`ANSWER_SCHEMA`, read by `answered`) approves it (the body runs once) or denies
-it (a rejected result, the body never runs). The decision travels back with the call's
-settlement; an approval with `remember` adds the tool to the Interaction's approved
-tools. Pure functions, run inside the machines' transitions.
+Theory of operation (the policy itself: `scope_temporal.approval`). At admission
+(`admission.py`) the Interaction judges each tool call its Definition's `ApprovalPolicy`
+`covers` (`judge`): the approver hook may approve or deny it then and there, an approval
+remembered for the tool lets it run, and `otherwise="deny"` refuses it; else the call is
+marked `ask`. When the call starts (`gate`), a tool approved meanwhile by a sibling's
+remembered answer runs without asking; any other `ask` call starts its Tool call Process
+behind an `ApprovalGate`: the Process opens its approval wait before the first attempt,
+and the answer (`ANSWER_SCHEMA`, read by `answered`) approves it (the body runs once) or
+denies it (a rejected result, the body never runs). The decision travels back with the
+call's settlement; an approval with `remember` adds the tool to the Interaction's
+approved tools. Every attempt carries the call's decision to `scope.tool`, whose guard
+refuses a covered call with none on record (`admission.admission_problem`). Pure
+functions, run inside the machines' transitions.
 """
 
 from __future__ import annotations
@@ -82,22 +84,26 @@ class ApprovalGate(BaseModel):
     """Which part of the policy asks, for the prompt (e.g. "exec calls need approval")."""
 
 
+def covers(policy: ApprovalPolicy | None, spec: ToolSpec) -> bool:
+    """Whether calls of `spec` need approval under `policy` (the task tools are the
+    framework's own)."""
+    return policy is not None and policy.applies_to(spec, framework=spec in TASK_TOOL_SPECS)
+
+
 def judge(
     definition_name: str,
-    policy: ApprovalPolicy | None,
+    policy: ApprovalPolicy,
     spec: ToolSpec,
     call: ToolCall,
     ref: str,
     approved_tools: Collection[str],
-) -> ApprovalRecord | Ask | None:
-    """At admission: None (no approval needed), the decision taken now, or `ask`.
+) -> ApprovalRecord | Ask:
+    """At admission, for a call the policy `covers`: the decision taken now, or `ask`.
 
     Raises:
         ScopeError: `interaction.host.failed`, naming the approver, when it raises, is
             async, or returns anything but an `ApprovalDecision`.
     """
-    if policy is None or not policy.applies_to(spec, framework=spec in TASK_TOOL_SPECS):
-        return None
     if policy.approver is not None:
         request = ApprovalRequest(
             definition=definition_name,
@@ -207,6 +213,7 @@ __all__ = [
     "ApprovalGate",
     "Ask",
     "answered",
+    "covers",
     "denied",
     "gate",
     "judge",

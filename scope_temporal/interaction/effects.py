@@ -124,6 +124,9 @@ class StartToolCall(_Frozen):
     request: ToolEffectRequest
     approval: ApprovalGate | None = None
     """Set when the call waits for approval before its first attempt."""
+    decision: ApprovalRecord | None = None
+    """The approval its Interaction gave at admission (the approver, or an approval
+    remembered for the tool): every attempt carries it to `scope.tool`'s guard."""
 
 
 class StartDelegate(_Frozen):

@@ -1,13 +1,14 @@
 """One round: a model response's batch of tool and delegate calls, from admission to commit.
 
-Admission settles unknown tools, unauthorised tools and invalid arguments at once (no
-child, no body run), and judges each call its Definition's approval policy covers
-(`approvals.py`): denied at once, approved, or started behind an approval wait. Calls
-start as the scheduler allows (`scheduling.py`: parallel tools within the window,
-barriers alone, delegates unless a barrier holds them back). Each running call settles
-exactly once; the round commits, results in call order, when every call is definite.
-Functions over the round, run inside the machine's fail-closed transitions; the phase
-is the machine's alone: they return what happened.
+Admission (`admission.py`, the judgement `scope.tool`'s guard repeats) settles unknown
+tools, unauthorised tools and invalid arguments at once (no child, no body run), and
+judges each call its Definition's approval policy covers (`approvals.py`): denied at
+once, approved, or started behind an approval wait. Calls start as the scheduler allows
+(`scheduling.py`: parallel tools within the window, barriers alone, delegates unless a
+barrier holds them back). Each running call settles exactly once; the round commits,
+results in call order, when every call is definite. Functions over the round, run inside
+the machine's fail-closed transitions; the phase is the machine's alone: they return what
+happened.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from scope_temporal.ids import (
     tool_call_ref,
 )
 from scope_temporal.interaction import approvals, rules
+from scope_temporal.interaction.admission import Refusal, admission
 from scope_temporal.interaction.concurrency import classify
 from scope_temporal.interaction.effects import (
     CallOutcome,
@@ -45,6 +47,7 @@ from scope_temporal.outputs import Artifact, Failure
 from scope_temporal.tools import rejections
 from scope_temporal.tools.context import ToolInvocation
 from scope_temporal.tools.outcome import Failed, Succeeded
+from scope_temporal.tools.spec import ToolSpec
 from scope_temporal.tools.validation import validate_arguments
 
 
@@ -82,35 +85,26 @@ def _admit_call(
             target="delegate",
             process_id=delegate_process_id(s.process_id, seq, index),
         )
-    spec = rules.bound_tool(definition, s.advertised, call.name)
-    if spec is None:
-        return rules.rejected_slot(index, call, effect_id, rejections.not_available(call))
-    if spec.permission not in s.granted:
-        return rules.rejected_slot(
-            index, call, effect_id, rejections.not_authorized(call, spec.permission)
+    ref = tool_call_ref(s.process_id, seq, index)
+
+    def decide(spec: ToolSpec) -> ApprovalRecord | approvals.Ask:
+        assert definition.approval is not None  # asked only for a call the policy covers
+        return approvals.judge(
+            definition.name, definition.approval, spec, call, ref, s.approved_tools
         )
-    error = validate_arguments(spec.parameters, call.arguments)
-    if error is not None:
+
+    verdict = admission(definition, call, granted=s.granted, advertised=s.advertised, decide=decide)
+    if isinstance(verdict, Refusal):
         return rules.rejected_slot(
-            index, call, effect_id, rejections.invalid_arguments(call, error)
+            index, call, effect_id, verdict.result, approval=verdict.approval
         )
-    approval = approvals.judge(
-        definition.name,
-        definition.approval,
-        spec,
-        call,
-        tool_call_ref(s.process_id, seq, index),
-        s.approved_tools,
-    )
-    if isinstance(approval, ApprovalRecord) and approval.decision == "deny":
-        result = approvals.denied(call, approval)
-        return rules.rejected_slot(index, call, effect_id, result, approval=approval)
+    spec = verdict.spec
     process_id = tool_call_process_id(s.process_id, seq, index)
     scheduling, key = classify(
         spec,
         ToolInvocation(
             process_id=process_id,
-            ref=tool_call_ref(s.process_id, seq, index),
+            ref=ref,
             model_call_seq=seq,
             call_index=index,
             call=call,
@@ -128,8 +122,7 @@ def _admit_call(
         concurrency_key=key,
         direct_result=spec.direct_result,
         process_id=process_id,
-        ask_approval=approval == "ask",
-        approval=approval if isinstance(approval, ApprovalRecord) else None,
+        approval=verdict.approval,
     )
 
 
@@ -149,16 +142,15 @@ def start_calls(definition: Definition, s: InteractionState, round_: OpenRound) 
 def _tool_effect(
     definition: Definition, s: InteractionState, seq: int, slot: CallSlot
 ) -> StartToolCall:
-    gate = None
-    if slot.ask_approval:
-        if slot.call.name in s.approved_tools:  # a sibling's answer remembered it meanwhile
-            slot.ask_approval = False
-            slot.approval = ApprovalRecord(decision="approve", by="remembered")
-        else:
-            spec = definition.tools.get(slot.call.name)
-            assert spec is not None  # admission only lets bound tools through
-            gate = approvals.gate(definition.approval, spec)
-    return StartToolCall(approval=gate, request=tool_request(definition, s, seq, slot))
+    if slot.approval == "ask" and slot.call.name in s.approved_tools:
+        # a sibling's answer remembered the tool meanwhile
+        slot.approval = ApprovalRecord(decision="approve", by="remembered")
+    request = tool_request(definition, s, seq, slot)
+    if slot.approval == "ask":
+        spec = definition.tools.get(slot.call.name)
+        assert spec is not None  # admission only lets bound tools through
+        return StartToolCall(approval=approvals.gate(definition.approval, spec), request=request)
+    return StartToolCall(decision=slot.approval, request=request)
 
 
 def tool_request(
@@ -250,7 +242,7 @@ def _settle_tool_slot(
     definition: Definition, s: InteractionState, slot: CallSlot, settled: CallSettled
 ) -> None:
     outcome = settled.outcome
-    if slot.ask_approval and settled.approval is not None:  # only a gated call reports one
+    if slot.approval == "ask" and settled.approval is not None:  # a gated call's answer
         slot.approval = settled.approval
         if settled.approval.remember and slot.call.name not in s.approved_tools:
             s.approved_tools.append(slot.call.name)

@@ -249,7 +249,7 @@ def result_entry(process_id: str, seq: int, slot: CallSlot) -> ResultEntry:
         metadata=slot.metadata,
         call_ref=tool_call_ref(process_id, seq, slot.index),
         task_id=slot.task_id,
-        approval=slot.approval,
+        approval=slot.approval if slot.approval != "ask" else None,
     )
 
 

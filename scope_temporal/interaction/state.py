@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, ToolCall, ToolResult
@@ -88,10 +88,20 @@ class CallSlot(_State):
     """The background task the call launched."""
     process_id: str | None = None
     """Child process id, for calls that start a child."""
-    ask_approval: bool = False
-    """Admitted needing approval that nothing gave yet (see `approvals.py`)."""
-    approval: ApprovalRecord | None = None
-    """How the call's approval was decided, if it needed one."""
+    approval: ApprovalRecord | Literal["ask"] | None = None
+    """How the call's approval was decided, if it needed one; `ask`: admitted needing an
+    approval that nothing gave yet (see `approvals.py`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_approval_field(cls, data: Any) -> Any:
+        """A slot recorded with the old pair (`ask_approval=True`, `approval=None`)
+        decodes to `approval="ask"`."""
+        if isinstance(data, dict) and "ask_approval" in data:
+            data = dict(data)
+            if data.pop("ask_approval") and data.get("approval") is None:
+                data["approval"] = "ask"
+        return data
 
 
 class OpenRound(_State):

@@ -80,6 +80,8 @@ class ToolAttempt(_State):
     has_continuation: bool = False
     continuation_state: Any = None
     continuation_response: Any = None
+    approval: ApprovalRecord | None = None
+    """The approval decision on record (`scope.tool` refuses a covered call without one)."""
 
 
 ToolCallPhase = Literal["ready", "running", "waiting", "unknown", "settled", "canceled", "failed"]
@@ -117,7 +119,7 @@ class ToolCallState(_State):
     diagnostic: str = ""
     outcome: DefiniteOutcome | None = None
     approval: ApprovalRecord | None = None
-    """How the approval wait was answered (for a call started behind an approval gate)."""
+    """The call's approval: given by its Interaction at admission, or by its wait's answer."""
     failure: Failure | None = None
     rejected_signals: list[RejectedSignal] = []
 
@@ -129,10 +131,13 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
 
     @classmethod
     def start(
-        cls, request: ToolEffectRequest, approval: approvals.ApprovalGate | None = None
+        cls,
+        request: ToolEffectRequest,
+        approval: approvals.ApprovalGate | None = None,
+        decision: ApprovalRecord | None = None,
     ) -> ToolCallMachine:
-        """A new call: ready for its first attempt, or waiting for approval first."""
-        state = ToolCallState(request=request)
+        """A new call: ready for its first attempt, or behind `approval` waiting for it."""
+        state = ToolCallState(request=request, approval=decision)
         if approval is not None:
             state.phase = "waiting"
             state.wait = OpenWait(
@@ -179,7 +184,7 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
 
     @property
     def approval(self) -> ApprovalRecord | None:
-        """How its approval wait was answered, if it had one."""
+        """Its approval decision (given at admission, or by its wait's answer), if any."""
         return self._state.approval
 
     @property
@@ -213,14 +218,14 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
         def change(d: ToolCallState) -> ToolAttempt:
             d.entries += 1
             d.phase = "running"
-            cont = d.continuation
-            d.continuation = None
+            cont, d.continuation = d.continuation, None
             return ToolAttempt(
                 request=d.request,
                 entry=d.entries,
                 has_continuation=cont is not None,
                 continuation_state=cont[0] if cont else None,
                 continuation_response=cont[1] if cont else None,
+                approval=d.approval,
             )
 
         return self._apply("next_attempt", change)

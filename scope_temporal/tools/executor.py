@@ -1,14 +1,17 @@
 """Run one tool call and classify what happened as exactly one `ToolOutcome`.
 
-Theory of operation, in order (the first step that decides, decides):
+Whether the call may run at all (a bound tool, a granted permission, arguments that fit,
+an approval decision when the policy covers it) is decided before this, once, by the
+Interaction's admission, which `scope.tool`'s guard makes again
+(`interaction.admission`). Theory of operation, in order (the first step that decides,
+decides):
 
-1. No tool bound under the called name -> `Rejected(tool.not_found)`.
-2. The tool's permission not granted -> `Rejected(tool.not_authorized)`.
-3. Outer middleware (worker-level first, then the tool's own), around:
-4. Argument check against `spec.parameters` -> `Rejected(tool.input_invalid)`; the body
-   never runs. Then inner middleware, then the body (its arguments converted into the
-   parameter types; a value that does not convert is also `tool.input_invalid`).
-5. What the body (or a middleware) did:
+1. Outer middleware (worker-level first, then the tool's own), around:
+2. Argument check against `spec.parameters` (as a middleware may have changed them) ->
+   `Rejected(tool.input_invalid)`; the body never runs. Then inner middleware, then the
+   body (its arguments converted into the parameter types; a value that does not convert
+   is also `tool.input_invalid`).
+3. What the body (or a middleware) did:
    - returned -> `Succeeded` (str as is; `ToolOutput` split into model-visible content and
      host-side extras; anything else as JSON text), with the deferred tools it advertised;
    - raised `ToolFailure` -> `Failed`: a definite, model-visible error;
@@ -35,8 +38,6 @@ from scope_temporal.chat import ToolCall, ToolResult
 from scope_temporal.errors import (
     TOOL_EXECUTION_FAILED,
     TOOL_INPUT_INVALID,
-    TOOL_NOT_AUTHORIZED,
-    TOOL_NOT_FOUND,
     TOOL_SCHEMA_INVALID,
     TOOL_TIMEOUT,
     DefinitionError,
@@ -56,12 +57,7 @@ from scope_temporal.tools.outcome import (
     Unknown,
 )
 from scope_temporal.tools.output import ToolOutput, json_form
-from scope_temporal.tools.rejections import (
-    invalid_arguments,
-    not_authorized,
-    not_available,
-    silent_acknowledgement,
-)
+from scope_temporal.tools.rejections import invalid_arguments, silent_acknowledgement
 from scope_temporal.tools.validation import InvalidArguments, validate_arguments
 
 __all__ = ["execute_tool"]
@@ -70,18 +66,16 @@ _MAX_DIAGNOSTIC_CHARS = 2000
 
 
 async def execute_tool(
-    tool: Tool[..., Any] | None,
+    tool: Tool[..., Any],
     invocation: ToolInvocation,
     *,
-    granted: frozenset[str] | None = None,
     middleware: Sequence[Middleware] = (),
 ) -> AttemptOutcome:
-    """Execute one tool call once and return its single outcome.
+    """Execute one admitted tool call once and return its single outcome.
 
     Args:
-        tool: The tool bound under `invocation.call.name`, or None if there is none.
+        tool: The tool bound under `invocation.call.name`.
         invocation: The call and its identity; current for the body and middleware.
-        granted: Permissions the Process holds; None means every permission.
         middleware: Worker-level middleware, run before (outside) the tool's own.
 
     Returns:
@@ -94,12 +88,6 @@ async def execute_tool(
             happened is unknown, so the caller must record the call as unknown.
     """
     call = invocation.call
-    if tool is None:
-        return Rejected(result=not_available(call), code=TOOL_NOT_FOUND)
-    permission = tool.spec.permission
-    if granted is not None and permission not in granted:
-        return Rejected(result=not_authorized(call, permission), code=TOOL_NOT_AUTHORIZED)
-
     layers = (*middleware, *tool.middleware)
     advertised: list[str] = []
 

@@ -12,6 +12,7 @@ from scope_temporal.chat import ToolCall, ToolResult
 __all__ = [
     "approval_denied",
     "invalid_arguments",
+    "not_approved",
     "not_authorized",
     "not_available",
     "not_executed_token_limit",
@@ -35,6 +36,16 @@ def not_authorized(call: ToolCall, permission: str) -> ToolResult:
         call,
         f"Tool '{_name(call)}' is not authorized: "
         f"this agent was not granted '{permission}' permission.",
+    )
+
+
+def not_approved(call: ToolCall) -> ToolResult:
+    """The call needs approval and carries no approval decision (a call started without
+    its Interaction's admission; disposition `rejected`)."""
+    return _error(
+        call,
+        f"Tool '{_name(call)}' is not authorized: the call needs approval and no approval "
+        "decision is on record, so it was not run.",
     )
 
 

@@ -4,7 +4,8 @@
   binding) gives, never more: an unauthorised call is a model-visible rejection whose
   body never runs, and the grant travelling in each ToolCall's input is the narrowed one;
 - a `scope.ToolCall` started by hand with a forged request (a wider grant, a tool its
-  Definition does not bind, a Definition that does not exist) runs nothing;
+  Definition does not bind, a Definition that does not exist) runs nothing, and neither
+  does one of a tool the approval policy covers with no approval decision on record;
 - a worker refuses a tool registered with another permission than its Definition
   declares (a tool declared read cannot run as exec);
 - an answer addressed to another workflow's wait is refused
@@ -28,6 +29,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
+    ApprovalPolicy,
     Definition,
     DefinitionError,
     Delegate,
@@ -153,6 +155,44 @@ async def test_a_forged_tool_call_start_runs_nothing(temporal_env: WorkflowEnvir
             assert settled["outcome"]["code"] == "tool.not_authorized", (name, settled)
     assert not [k for k in RAN if k.startswith(f"wipe:{handle.id}/forged")]
     assert not [k for k in RAN if "format_all" in k]
+
+
+GUARDED = Definition(
+    "authority-approvals",
+    tools=[peek, wipe],
+    capabilities={"read", "exec"},
+    approval=ApprovalPolicy.deny_writes(),  # wipe (exec) needs an approval decision
+    tool_call_workflows="always",
+)
+
+
+async def test_seam_08_a_hand_started_call_without_an_approval_decision_runs_nothing(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    model = ScriptedModel([reply.tool_calls(("peek", {"what": "x"})), reply.text("ok")])
+    async with serving(temporal_env, [GUARDED], tools=[peek, wipe], models={"default": model}) as (
+        scope
+    ):
+        handle = await scope.start("authority-approvals", [Message.user("go")], id=fresh_id("ap"))
+        await asyncio.wait_for(handle.result(), 30)
+        history = await scope.client.get_workflow_handle(f"{handle.id}/tool/1/0").fetch_history()
+        start = history.events[0].workflow_execution_started_event_attributes
+        genuine = ToolEffectRequest.model_validate(
+            json.loads(start.input.payloads[0].data)["request"]
+        )
+        # the grant, the digest and the binding all hold: only the approval is missing
+        workflow_id = f"{handle.id}/forged/no-approval"
+        wipe_call = genuine.call.model_copy(update={"name": "wipe", "arguments": '{"disk": "sda"}'})
+        forged = _forged(genuine, call=wipe_call, process_id=workflow_id)
+        assert forged.approval is None and forged.decision is None
+        child = await scope.client.start_workflow(
+            TOOL_CALL_WORKFLOW, forged, id=workflow_id, task_queue=scope.task_queue
+        )
+        settled = await asyncio.wait_for(child.result(), 30)
+    assert settled["outcome"]["kind"] == "rejected", settled
+    assert settled["outcome"]["code"] == "tool.not_authorized", settled
+    assert "needs approval" in settled["outcome"]["result"]["content"]
+    assert not [k for k in RAN if k.startswith(f"wipe:{handle.id}/forged")]  # never ran
 
 
 def test_a_tool_registered_with_another_permission_than_declared_is_refused(
