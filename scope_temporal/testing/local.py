@@ -22,7 +22,7 @@ from scope_temporal.models.protocol import Model
 from scope_temporal.observers import ObserverHub
 from scope_temporal.outputs import Failure
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
-from scope_temporal.payloads import InteractionInput, SessionInput
+from scope_temporal.payloads import InteractionInput, SessionInput, check_continue_as_new_every
 from scope_temporal.registry import Registry
 from scope_temporal.run_context import check_run_context
 from scope_temporal.testing.local_run import LocalRun
@@ -82,10 +82,12 @@ class LocalRunner:
         `ScopeClient.session`: its first `send` starts it.
 
         Raises:
+            ConfigurationError: `continue_as_new_every` is below 1.
             UnknownDefinition: no such Definition.
             InvalidRunContext: `context` is not a JSON object within 16 KiB.
             InvalidSignal: that id is a session of another Definition.
         """
+        check_continue_as_new_every(continue_as_new_every, f"Session of {definition!r}")
         checked = check_run_context(context) if context is not None else None
         if self.registry.lookup(definition) is None:
             raise errors.UnknownDefinition(
