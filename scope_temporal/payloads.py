@@ -13,7 +13,6 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import BaseRef, ContextRef
-from scope_temporal.errors import ConfigurationError
 from scope_temporal.interaction.approvals import ApprovalGate
 from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
@@ -222,20 +221,6 @@ _SHARED_WITH_REQUEST = {
 }
 
 
-def check_continue_as_new_every(every: int | None, what: str) -> None:
-    """Refuse a `continue_as_new_every` below 1 (None: not set).
-
-    Raises:
-        ConfigurationError: naming `what` and the value; nothing was started.
-    """
-    if every is not None and (type(every) is not int or every < 1):
-        raise ConfigurationError(
-            f"{what}: continue_as_new_every must be an int of at least 1 (or not given), "
-            f"not {every!r}; nothing was started. It counts what runs before the next "
-            "run: below 1, a run would continue as new before doing anything."
-        )
-
-
 class SessionInput(_Payload):
     """Start (or continue-as-new) one `scope.Session` (its workflow id is the session id)."""
 
@@ -247,9 +232,9 @@ class SessionInput(_Payload):
     """Tools approved for the session from its start (each turn may remember more)."""
     continue_as_new_every: int = 100
     """Continue-as-new after this many turns in one run (or when Temporal suggests it);
-    the transcript and every record carry over. Clients refuse values below 1
-    (`check_continue_as_new_every`); histories of older clients may hold them, which run
-    as 1 (continue as new after each turn), so they still decode."""
+    the transcript and every record carry over. Clients refuse values below 1; histories
+    of older clients may hold them, which run as 1 (continue as new after each turn),
+    so they still decode."""
     track_status: bool = False
     """Turns upsert their ScopeStatus search attribute."""
     state: SessionState | None = None

@@ -19,10 +19,11 @@ from scope_temporal.chat import Message, Options, options_problem
 from scope_temporal.client.handle import InteractionHandle
 from scope_temporal.client.session import SessionHandle, SessionSummary
 from scope_temporal.converter import with_scope_converter
+from scope_temporal.driver.history_limits import check_continue_as_new_every
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.attention import NEEDS_A_PERSON
 from scope_temporal.payload_limits import SERVER_BLOB_LIMIT_BYTES, size_of, too_large
-from scope_temporal.payloads import InteractionInput, SessionInput, check_continue_as_new_every
+from scope_temporal.payloads import InteractionInput, SessionInput
 from scope_temporal.run_context import check_run_context
 
 

@@ -17,12 +17,13 @@ from scope_temporal.activities.model_call import ContextReducer
 from scope_temporal.background.task_tools import TASK_TOOLS
 from scope_temporal.chat import Message, Options
 from scope_temporal.definition import Definition
+from scope_temporal.driver.history_limits import check_continue_as_new_every
 from scope_temporal.interaction.session_values import SessionSnapshot
 from scope_temporal.models.protocol import Model
 from scope_temporal.observers import ObserverHub
 from scope_temporal.outputs import Failure
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
-from scope_temporal.payloads import InteractionInput, SessionInput, check_continue_as_new_every
+from scope_temporal.payloads import InteractionInput, SessionInput
 from scope_temporal.registry import Registry
 from scope_temporal.run_context import check_run_context
 from scope_temporal.testing.local_run import LocalRun
