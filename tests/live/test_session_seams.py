@@ -116,21 +116,25 @@ async def test_seam_11_a_subscriber_follows_turns_sent_right_after_the_last_one_
             session = scope.session("talk-seams", id=fresh_id("sess-follow"))
             await (await session.send("1", message_id="m1")).result()
             seen: list[Event] = []
+            resumed: list[Event] = []  # from a stored position: every later event owed
 
-            async def subscribe() -> None:
-                async for event in session.events():  # noqa: B023 (awaited in this round)
-                    seen.append(event)  # noqa: B023
+            async def subscribe(after: tuple[int, int] | None, into: list[Event]) -> None:
+                async for event in session.events(after=after):  # noqa: B023 (this round)
+                    into.append(event)
 
-            subscriber = asyncio.ensure_future(subscribe())
+            subscribers = asyncio.gather(subscribe(None, seen), subscribe((1, 0), resumed))
             for n in range(2, turns + 1):  # each right after the last one's result
                 await (await session.send(str(n), message_id=f"m{n}")).result()
             await session.end()
-            await asyncio.wait_for(subscriber, WAIT)  # no EventOffsetError: it ended
+            await asyncio.wait_for(subscribers, WAIT)  # no EventOffsetError: they ended
             ends = [e.turn for e in seen if e.kind == "completed"]
             assert ends == list(range(1, turns + 1))
             for n in range(1, turns + 1):
                 offsets = [e.offset for e in seen if e.turn == n]
                 assert offsets == list(range(len(offsets)))  # each turn whole, in order
+            assert [(e.turn, e.offset) for e in resumed] == [
+                (e.turn, e.offset) for e in seen if (e.turn, e.offset) > (1, 0)
+            ]
 
 
 async def test_seam_10_from_the_start_a_turn_continued_as_new_reads_what_it_retains(
