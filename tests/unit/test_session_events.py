@@ -21,8 +21,15 @@ from scope_temporal import (
     SessionPosition,
     reply,
 )
+from scope_temporal.client import events as client_events
 from scope_temporal.driver.session_events import TurnEvents, read_session
-from scope_temporal.errors import EVENTS_OFFSET_AHEAD, EVENTS_OFFSET_TRUNCATED, InteractionNotFound
+from scope_temporal.errors import (
+    EVENTS_OFFSET_AHEAD,
+    EVENTS_OFFSET_TRUNCATED,
+    HOST_FAILED,
+    InteractionNotFound,
+    ScopeError,
+)
 from scope_temporal.interaction.events import ModelStartedEvent
 from scope_temporal.interaction.session_stream import after_turn, first_read, missing_turn
 from scope_temporal.interaction.session_values import SessionSnapshot, TurnRecord
@@ -197,3 +204,35 @@ async def test_seam_10_from_the_start_each_turn_reads_what_it_still_retains() ->
         _ = [e async for e in strict]
     assert caught.value.code == EVENTS_OFFSET_TRUNCATED
     assert caught.value.message.startswith("Session 's', turn 2:")
+
+
+async def test_seam_11_a_turn_listed_as_running_is_waited_for_then_refused_clearly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`client.events.follow_turn` with Temporal's answers faked: no workflow yet."""
+    looks: list[int] = []
+    listed = ["completed", "running"]
+
+    async def follow(client: object, root_id: str, after: int | None) -> AsyncIterator[Event]:
+        looks.append(len(looks))
+        if len(looks) < 3:  # its workflow starts at the third look
+            raise InteractionNotFound(f"No Interaction {root_id!r}.")
+        yield ModelStartedEvent(process_id=root_id, offset=0, model_call_seq=1, model="m")
+
+    async def snap() -> SessionSnapshot:
+        return snapshot(listed, "running")
+
+    monkeypatch.setattr(client_events, "follow", follow)
+    monkeypatch.setattr(client_events, "TURN_START_POLLS", (0.001,))
+    turn = client_events.follow_turn(None, "s", 2, None, snap)  # type: ignore[arg-type]
+    assert [e.offset async for e in turn] == [0] and len(looks) == 3
+    monkeypatch.setattr(client_events, "TURN_START_WAIT", 0.0)
+    looks.clear()
+    with pytest.raises(ScopeError) as late:  # it never appears: a clear error, not "gone"
+        _ = [e async for e in client_events.follow_turn(None, "s", 2, -1, snap)]  # type: ignore[arg-type]
+    assert late.value.code == HOST_FAILED and "is running, but its workflow" in late.value.message
+    listed[1] = "completed"  # ended, and its workflow is not there: gone
+    looks.clear()
+    with pytest.raises(InteractionNotFound):
+        _ = [e async for e in client_events.follow_turn(None, "s", 2, -1, snap)]  # type: ignore[arg-type]
+    assert len(looks) == 1
