@@ -9,8 +9,8 @@ once the session has ended and its last turn is read. With no position (`after=N
 it reads what each turn's stream still retains: a turn continued as new keeps only its
 latest events, a turn whose workflow is gone keeps none; with a position it reads every
 event after it or raises `offset_truncated` (nothing is skipped silently). A turn the
-session lists as running may have no workflow yet: the reader waits for it. The engines' readers
-(`SessionHandle.events`, `LocalSession.events`) carry this out.
+session lists as running may have no workflow yet: the reader waits for it. The
+engines' readers (`SessionHandle.events`, `LocalSession.events`) carry this out.
 """
 
 from __future__ import annotations
