@@ -71,9 +71,11 @@ class InteractionInput(_Payload):
     `Output.approved_tools`): their calls need no approval unless the approver denies."""
     track_status: bool = False
     """Upsert the ScopeStatus search attribute (only when the server has it registered)."""
-    continue_as_new_every: int | None = None
+    continue_as_new_every: Annotated[int, Field(ge=1)] | None = None
     """Continue-as-new after this many model calls in one run (besides whenever Temporal
-    suggests it); for very long loops and for tests."""
+    suggests it); for very long loops and for tests. At least 1: below, a run would
+    continue as new before its first model call, forever (no history holds such a run
+    that ever made progress)."""
     state: InteractionState | None = None
     """Carried by continue-as-new."""
     context_sent: int = 0
@@ -233,7 +235,9 @@ class SessionInput(_Payload):
     """Tools approved for the session from its start (each turn may remember more)."""
     continue_as_new_every: int = 100
     """Continue-as-new after this many turns in one run (or when Temporal suggests it);
-    the transcript and every record carry over."""
+    the transcript and every record carry over. Clients refuse values below 1; histories
+    of older clients may hold them, which run as 1 (continue as new after each turn),
+    so they still decode."""
     track_status: bool = False
     """Turns upsert their ScopeStatus search attribute."""
     state: SessionState | None = None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 
 from temporalio.api.common.v1 import Payload
@@ -34,7 +34,14 @@ from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowS
 from temporalio.service import RPCError, RPCStatusCode
 
 from scope_temporal import errors, names
+from scope_temporal.ids import turn_process_id
 from scope_temporal.interaction.events import EVENT, Event, ends_stream
+from scope_temporal.interaction.session_stream import (
+    TURN_START_WAIT,
+    missing_turn,
+    turn_not_started,
+)
+from scope_temporal.interaction.session_values import SessionSnapshot
 
 POLL_COOLDOWN = timedelta(milliseconds=50)
 """Pause between long polls of a subscriber that is caught up: batches events that
@@ -43,6 +50,8 @@ QUERY_EVERY = 0.25
 """Seconds between reads by query, when reading by query."""
 LONG_POLL_AGAIN_AFTER = 10.0
 """Seconds of reading by query before trying the long poll again."""
+TURN_START_POLLS = (0.05, 0.1, 0.2, 0.4)
+"""Seconds between looks for a starting turn's workflow (then 0.5 s each)."""
 _REFUSED_POLL = "TooManySubscribers"  # workflows.events.TOO_MANY_SUBSCRIBERS
 _CLOSED = {
     WorkflowExecutionStatus.COMPLETED,
@@ -87,6 +96,43 @@ async def follow(client: Client, root_id: str, after: int | None) -> AsyncIterat
         yield event
         if ends_stream(event, root_id):
             return
+
+
+async def follow_turn(
+    client: Client,
+    session_id: str,
+    turn: int,
+    after: int | None,
+    snapshot: Callable[[], Awaitable[SessionSnapshot]],
+) -> AsyncIterator[Event]:
+    """Turn `turn` of session `session_id`'s events after offset `after` (as `follow`).
+    The session lists a turn as it opens it, a moment before the turn's workflow exists:
+    while the session's `snapshot()` lists it as running, a missing workflow is waited
+    for (at most `TURN_START_WAIT` seconds).
+
+    Raises:
+        InteractionNotFound: the turn has ended and its workflow is gone (or never was).
+        ScopeError: code `interaction.host.failed`: the turn runs, but its workflow did
+            not appear in time.
+        EventOffsetError: as `follow`.
+    """
+    root_id = turn_process_id(session_id, turn)
+    loop = asyncio.get_running_loop()
+    until = loop.time() + TURN_START_WAIT
+    pauses = iter(TURN_START_POLLS)
+    while True:
+        read = False
+        try:
+            async for event in follow(client, root_id, after):
+                read = True
+                yield event
+            return
+        except errors.InteractionNotFound:
+            if read or missing_turn(await snapshot(), turn) == "gone":
+                raise
+        if loop.time() >= until:
+            raise turn_not_started(session_id, turn, TURN_START_WAIT)
+        await asyncio.sleep(next(pauses, 0.5))
 
 
 async def _items(client: Client, root_id: str, position: int) -> AsyncIterator[tuple[int, Payload]]:
@@ -196,4 +242,11 @@ def _no_stream(root_id: str, error: Exception) -> errors.ScopeError:
     )
 
 
-__all__ = ["LONG_POLL_AGAIN_AFTER", "POLL_COOLDOWN", "QUERY_EVERY", "follow"]
+__all__ = [
+    "LONG_POLL_AGAIN_AFTER",
+    "POLL_COOLDOWN",
+    "QUERY_EVERY",
+    "TURN_START_POLLS",
+    "follow",
+    "follow_turn",
+]

@@ -19,6 +19,7 @@ from scope_temporal.chat import Message, Options, options_problem
 from scope_temporal.client.handle import InteractionHandle
 from scope_temporal.client.session import SessionHandle, SessionSummary
 from scope_temporal.converter import with_scope_converter
+from scope_temporal.driver.history_limits import check_continue_as_new_every
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.attention import NEEDS_A_PERSON
 from scope_temporal.payload_limits import SERVER_BLOB_LIMIT_BYTES, size_of, too_large
@@ -110,8 +111,9 @@ class ScopeClient:
             id: the workflow id (default `<definition>-<random>`); tool children get
                 `<id>/tool/<seq>/<index>`.
             continue_as_new_every: also continue-as-new after this many model calls per
-                run (Temporal's own suggestion always applies); the state, the steer
-                mailbox and every counter carry over, so the outcome is the same.
+                run, at least 1 (Temporal's own suggestion always applies); the state,
+                the steer mailbox and every counter carry over, so the outcome is the
+                same.
             context: the run context, a JSON object of identities and ids (at most
                 16 KiB) its tools read (`current_tool_call().context`), its delegates and
                 background tasks inherit, and the model never sees. It is stored in
@@ -124,6 +126,7 @@ class ScopeClient:
                 their own Definition's). Stored in history, not in the digest.
 
         Raises:
+            ConfigurationError: `continue_as_new_every` is below 1; nothing was started.
             InvalidRunContext: `context` is not a JSON object, or is over 16 KiB (code
                 `interaction.context.invalid`); nothing was started.
             InteractionAlreadyStarted: a workflow with that id is running (code
@@ -134,6 +137,7 @@ class ScopeClient:
                 server's blob limit (and no external storage is configured); nothing
                 was started.
         """
+        check_continue_as_new_every(continue_as_new_every, f"Start of {definition!r}")
         if isinstance(messages, str):
             messages = [Message.user(messages)]
         problem = None if options is None else options_problem(options)
@@ -219,11 +223,13 @@ class ScopeClient:
                 answered with `remember` during a turn are kept by the session for its
                 later turns ("approve for this session").
             continue_as_new_every: the session continues as new after this many turns (or
-                when Temporal suggests it), carrying its transcript.
+                when Temporal suggests it), carrying its transcript; at least 1.
 
         Raises:
+            ConfigurationError: `continue_as_new_every` is below 1.
             InvalidRunContext: `context` is not a JSON object within 16 KiB.
         """
+        check_continue_as_new_every(continue_as_new_every, f"Session of {definition!r}")
         checked = check_run_context(context) if context is not None else None
         start = SessionInput(
             definition=definition,

@@ -28,7 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from scope_temporal import errors, names
 from scope_temporal.chat import Message
-from scope_temporal.client.events import follow
+from scope_temporal.client.events import follow_turn
 from scope_temporal.client.handle import InteractionHandle, typed_refusal
 from scope_temporal.context_refs import prefix_digest
 from scope_temporal.driver.session_events import read_session
@@ -93,10 +93,17 @@ class TurnHandle(InteractionHandle):
         self.number = turn
 
     async def result(self) -> Output:
+        """As `InteractionHandle.result`. Only the turn's own end (its Output, or
+        InteractionFailed / InteractionCanceled) counts as seen: a caller's timeout or
+        cancellation of this wait says nothing of the turn, so the next message still
+        steers it if it runs (and never waits for it to end)."""
         try:
-            return await super().result()
-        finally:
+            output = await super().result()
+        except errors.InteractionFailed:  # InteractionCanceled included
             self.session.saw_turn_end(self.number)
+            raise
+        self.session.saw_turn_end(self.number)
+        return output
 
 
 class SessionHandle:
@@ -263,14 +270,17 @@ class SessionHandle:
 
         Args:
             after: the position of the last event already read; `(n, -1)` reads turn n
-                from its first event; None reads from the first turn on (each turn's
-                events its stream still retains).
+                from its first event; every event after a position is read, or
+                `offset_truncated` raised. None reads from the first turn on, each
+                turn's events its stream still retains (none of a turn whose workflow is
+                gone), and never raises `offset_truncated`.
 
         Raises:
             EventOffsetError: `after` is ahead of the session (a turn it has not started,
                 or an offset its turn has not reached: `interaction.events.offset_ahead`),
-                or in a turn no longer retained (`interaction.events.offset_truncated`:
-                read the transcript, then follow from the latest turn).
+                or events after it are no longer retained (a turn continued as new, or
+                its workflow gone: `interaction.events.offset_truncated`: read the
+                transcript, then follow from the latest turn, or with None).
             InteractionNotFound: no session has this id.
         """
         client = self.scope.client
@@ -279,7 +289,9 @@ class SessionHandle:
             after,
             snapshot=self._query_snapshot,
             past_turn=self._past_turn,
-            turn_events=lambda turn, offset: follow(client, turn_process_id(self.id, turn), offset),
+            turn_events=lambda turn, offset: follow_turn(
+                client, self.id, turn, offset, self._query_snapshot
+            ),
         )
 
     async def _past_turn(self, turn: int) -> SessionSnapshot:

@@ -10,11 +10,14 @@ Interaction ends with no failure of ours and nothing a host can act on. So a run
 cannot carry goes on only while its history stays under half of those limits, and then
 fails with `interaction.state.too_large`, which names the fix: configure storage= on the
 worker and its clients, so the state goes to the store and only a reference to history.
+A host's `continue_as_new_every` is checked here too (`check_continue_as_new_every`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+
+from scope_temporal.errors import ConfigurationError
 
 HISTORY_EVENTS_FAIL_AT = 25_600
 """Half of Temporal's 51,200-event history limit."""
@@ -74,11 +77,26 @@ def refuse_carry(state_bytes: int, limit: int, usage: HistoryUsage) -> CarryRefu
     )
 
 
+def check_continue_as_new_every(every: int | None, what: str) -> None:
+    """Refuse a `continue_as_new_every` below 1 (None: not set).
+
+    Raises:
+        ConfigurationError: naming `what` and the value; nothing was started.
+    """
+    if every is not None and (type(every) is not int or every < 1):
+        raise ConfigurationError(
+            f"{what}: continue_as_new_every must be an int of at least 1 (or not given), "
+            f"not {every!r}; nothing was started. It counts what runs before the next "
+            "run: below 1, a run would continue as new before doing anything."
+        )
+
+
 __all__ = [
     "HISTORY_BYTES_FAIL_AT",
     "HISTORY_EVENTS_FAIL_AT",
     "NO_HISTORY",
     "CarryRefused",
     "HistoryUsage",
+    "check_continue_as_new_every",
     "refuse_carry",
 ]

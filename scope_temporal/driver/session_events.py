@@ -21,7 +21,9 @@ PastTurn = Callable[[int], Awaitable[SessionSnapshot]]
 """Returns the snapshot once the session has moved past turn n: a later turn started, or
 the session ended (`after_turn(snapshot, n) != "wait"`)."""
 TurnEvents = Callable[[int, int | None], AsyncIterator[Event]]
-"""Turn n's own stream after an offset, to its end (as `InteractionHandle.events`)."""
+"""Turn n's own stream after an offset (None: from the oldest event retained), to its
+end (as `InteractionHandle.events`); it waits for a turn listed as running whose
+workflow is not there yet, and raises InteractionNotFound for one that is gone."""
 
 
 async def read_session(
@@ -37,7 +39,8 @@ async def read_session(
 
     Raises:
         EventOffsetError: `after` is ahead of the session or not a position; an offset a
-            turn's stream has not reached or no longer retains; a turn no longer retained.
+            turn's stream has not reached or no longer retains; after a position, a turn
+            no longer retained (with `after=None` such a turn is read as empty).
         InteractionNotFound: no session has this id.
     """
     snap = await snapshot()
@@ -53,11 +56,15 @@ async def read_session(
         except EventOffsetError as error:
             raise in_turn(session_id, turn, error) from error
         except InteractionNotFound as error:
-            raise turn_gone(session_id, turn, len(snap.turns)) from error
+            if offset is not None:  # a position in it: the events after it are lost
+                raise turn_gone(session_id, turn, len(snap.turns)) from error
+            # after=None reads what each turn retains: a turn whose workflow is gone, none
         snap = await past_turn(turn)
         if after_turn(snap, turn) == "end":
             return
-        turn, offset = turn + 1, -1
+        # each later turn from its first event: all of them after a position, else those
+        # its stream still retains (a turn continued as new keeps only its latest)
+        turn, offset = turn + 1, (None if after is None else -1)
 
 
 __all__ = ["PastTurn", "Snapshot", "TurnEvents", "read_session"]

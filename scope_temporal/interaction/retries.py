@@ -8,7 +8,9 @@ the phase (`backoff` while a timer runs, `model` when the next attempt may go ou
 
  1. Not called and retryable (`interaction.model.unavailable`): the same model again after
     a backoff wait (`Definition.model_retry`), at least the provider's Retry-After, for at
-    most `attempts` calls of that model.
+    most `attempts` calls of that model. The wait before a model's k-th retry is the
+    policy's k-th, for a fallback model as for the first (its retries start again at
+    `initial_interval`).
  2. Not called and permanent, or the model is exhausted (its attempts used, or a
     Retry-After over `max_retry_after`): the next of `fallback_models`, at once. After the
     last model the Interaction fails with the last refusal's code.
@@ -71,7 +73,8 @@ def after_not_called(
         and (asked is None or asked <= policy.max_retry_after)
     ):
         effect_id = _next_id(s, pending)
-        delay = max(policy.backoff(pending.retries + 1, effect_id), asked or timedelta(0))
+        # each model's retries back off from the policy's initial interval (rule 1)
+        delay = max(policy.backoff(pending.model_attempts, effect_id), asked or timedelta(0))
         _record(s, _refused(pending, reason, followed_by=effect_id))
         s.model = _next(pending, effect_id, model_attempts=pending.model_attempts + 1)
         s.model.timer = RetryTimer(delay=delay, reason=_label(reason))

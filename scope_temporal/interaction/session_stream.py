@@ -5,8 +5,12 @@ of its tree and hosts its stream; the session keeps no events of its own). So a 
 in them is a pair: the turn, and the offset of the last event read in that turn's stream
 (`SessionPosition`). A reader reads turn after turn: from its position in the first,
 from the first event of each later turn, waiting while the session is idle, and stops
-once the session has ended and its last turn is read. The engines' readers
-(`SessionHandle.events`, `LocalSession.events`) carry this out.
+once the session has ended and its last turn is read. With no position (`after=None`)
+it reads what each turn's stream still retains: a turn continued as new keeps only its
+latest events, a turn whose workflow is gone keeps none; with a position it reads every
+event after it or raises `offset_truncated` (nothing is skipped silently). A turn the
+session lists as running may have no workflow yet: the reader waits for it. The
+engines' readers (`SessionHandle.events`, `LocalSession.events`) carry this out.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from scope_temporal import errors
-from scope_temporal.errors import EventOffsetError
+from scope_temporal.errors import EventOffsetError, ScopeError
 from scope_temporal.interaction.session_values import SessionSnapshot
 
 Step = Literal["next", "wait", "end"]
@@ -73,13 +77,40 @@ def after_turn(snapshot: SessionSnapshot, turn: int) -> Step:
     return "wait"
 
 
+TURN_START_WAIT = 30.0
+"""Seconds a reader waits for the workflow of a turn the session lists as running (the
+session lists a turn as it opens it, a moment before the turn's workflow exists)."""
+
+
+def missing_turn(snapshot: SessionSnapshot, turn: int) -> Literal["wait", "gone"]:
+    """What a reader does about turn `turn` when its workflow is not there: wait while the
+    session lists it running (its workflow is starting); else it is gone (its workflow
+    ended and the server's retention passed, or it ended before one started)."""
+    records = snapshot.turns
+    if 1 <= turn <= len(records) and records[turn - 1].status == "running":
+        return "wait"
+    return "gone"
+
+
+def turn_not_started(session_id: str, turn: int, seconds: float) -> ScopeError:
+    """The error for a turn listed as running whose workflow never appeared."""
+    return ScopeError(
+        f"Turn {turn} of session {session_id!r} is running, but its workflow did not "
+        f"appear within {seconds:g}s, so its events cannot be read yet. Is a worker "
+        f"serving the session's task queue? Follow again with events(after=({turn}, -1)).",
+        code=errors.HOST_FAILED,
+    )
+
+
 def turn_gone(session_id: str, turn: int, turns: int) -> EventOffsetError:
-    """The error for a turn whose stream can no longer be read (its run is gone)."""
+    """The error for a position in a turn whose stream can no longer be read (the session
+    took its end, and its workflow is gone)."""
     return EventOffsetError(
-        f"Turn {turn} of session {session_id!r} is no longer retained (its workflow is "
-        "gone: the server's retention period has passed), so its events cannot be read. "
-        "Read the session's transcript for what it said, then follow from its latest turn "
-        f"on: events(after=({turns}, -1)).",
+        f"Turn {turn} of session {session_id!r} is no longer retained (it has ended and its "
+        "workflow is gone: the server's retention period has passed), so its events after "
+        "your position cannot be read. Read the session's transcript for what it said, then "
+        f"follow from its latest turn on: events(after=({turns}, -1)), or from what every "
+        "turn still retains: events().",
         code=errors.EVENTS_OFFSET_TRUNCATED,
     )
 
@@ -91,4 +122,14 @@ def in_turn(session_id: str, turn: int, error: EventOffsetError) -> EventOffsetE
     )
 
 
-__all__ = ["SessionPosition", "Step", "after_turn", "first_read", "in_turn", "turn_gone"]
+__all__ = [
+    "TURN_START_WAIT",
+    "SessionPosition",
+    "Step",
+    "after_turn",
+    "first_read",
+    "in_turn",
+    "missing_turn",
+    "turn_gone",
+    "turn_not_started",
+]

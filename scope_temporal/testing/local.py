@@ -17,6 +17,7 @@ from scope_temporal.activities.model_call import ContextReducer
 from scope_temporal.background.task_tools import TASK_TOOLS
 from scope_temporal.chat import Message, Options
 from scope_temporal.definition import Definition
+from scope_temporal.driver.history_limits import check_continue_as_new_every
 from scope_temporal.interaction.session_values import SessionSnapshot
 from scope_temporal.models.protocol import Model
 from scope_temporal.observers import ObserverHub
@@ -82,10 +83,12 @@ class LocalRunner:
         `ScopeClient.session`: its first `send` starts it.
 
         Raises:
+            ConfigurationError: `continue_as_new_every` is below 1.
             UnknownDefinition: no such Definition.
             InvalidRunContext: `context` is not a JSON object within 16 KiB.
             InvalidSignal: that id is a session of another Definition.
         """
+        check_continue_as_new_every(continue_as_new_every, f"Session of {definition!r}")
         checked = check_run_context(context) if context is not None else None
         if self.registry.lookup(definition) is None:
             raise errors.UnknownDefinition(

@@ -181,6 +181,32 @@ def test_fallback_models_are_tried_in_order_once_the_primary_is_exhausted() -> N
     assert "Tried: default: 429 x2, b1: 404 x1, b2: 401 x1" in failure.message
 
 
+def test_seam_09_each_fallback_models_retries_back_off_from_the_initial_interval() -> None:
+    policy = ModelRetry(
+        attempts=10,
+        initial_interval=timedelta(seconds=1),
+        maximum_interval=timedelta(seconds=60),
+        jitter=0,
+    )
+    machine, call = started(Definition("f9", model_retry=policy, fallback_models=("backup",)))
+    waits: dict[str, list[float]] = {}
+    for _ in range(9 + 3):  # the primary's 9 retries, then the backup's first 3
+        model = call.request.model
+        not_run(machine, call, unavailable(429))
+        effects = machine.next_effects()
+        if isinstance(effects[0], CallModel):  # the primary is exhausted: the backup at once
+            [call] = effects
+            continue
+        [wait] = effects
+        assert isinstance(wait, WaitRetry)
+        waits.setdefault(model, []).append(wait.delay.total_seconds())
+        machine.retry_due(wait.effect_id)
+        [call] = machine.next_effects()
+        assert isinstance(call, CallModel)
+    assert waits["default"] == [1, 2, 4, 8, 16, 32, 60, 60, 60]
+    assert waits["backup"] == [1, 2]
+
+
 def test_a_fallback_that_answers_completes_and_its_usage_counts_under_its_name() -> None:
     machine, call = started(Definition("g", fallback_models=("backup",)))
     not_run(machine, call, rejected(401))

@@ -21,9 +21,17 @@ from scope_temporal import (
     SessionPosition,
     reply,
 )
-from scope_temporal.driver.session_events import read_session
-from scope_temporal.errors import EVENTS_OFFSET_AHEAD, EVENTS_OFFSET_TRUNCATED, InteractionNotFound
-from scope_temporal.interaction.session_stream import after_turn, first_read
+from scope_temporal.client import events as client_events
+from scope_temporal.driver.session_events import TurnEvents, read_session
+from scope_temporal.errors import (
+    EVENTS_OFFSET_AHEAD,
+    EVENTS_OFFSET_TRUNCATED,
+    HOST_FAILED,
+    InteractionNotFound,
+    ScopeError,
+)
+from scope_temporal.interaction.events import ModelStartedEvent
+from scope_temporal.interaction.session_stream import after_turn, first_read, missing_turn
 from scope_temporal.interaction.session_values import SessionSnapshot, TurnRecord
 from scope_temporal.testing import LocalRunner
 from scope_temporal.testing.local_session import LocalSession
@@ -155,3 +163,76 @@ async def test_a_turn_no_longer_retained_is_refused_with_what_to_do() -> None:
     assert caught.value.code == EVENTS_OFFSET_TRUNCATED
     assert "Turn 1 of session 's' is no longer retained" in caught.value.message
     assert "events(after=(3, -1))" in caught.value.message
+
+
+def test_seam_11_a_listed_turn_without_its_workflow_is_waited_for_while_it_runs() -> None:
+    assert missing_turn(snapshot(["completed", "running"], "running"), 2) == "wait"
+    assert missing_turn(snapshot(["completed", "completed"]), 2) == "gone"
+    assert missing_turn(snapshot(["completed", "failed"]), 2) == "gone"  # never started one
+    assert missing_turn(snapshot(["completed"]), 2) == "gone"  # (not a turn of it)
+
+
+def stream(retained: dict[int, list[int]]) -> TurnEvents:
+    """Turn streams holding only the offsets `retained` lists (an older run's dropped);
+    a turn not listed is gone. Strict about offsets as `client.events.follow`."""
+
+    async def events(turn: int, after: int | None) -> AsyncIterator[Event]:
+        if turn not in retained:
+            raise InteractionNotFound(f"No Interaction 's/turn/{turn}'.")
+        offsets = retained[turn]
+        if after is not None and offsets and offsets[0] > after + 1:
+            raise EventOffsetError("dropped", code=EVENTS_OFFSET_TRUNCATED)
+        for offset in offsets:
+            if after is None or offset > after:
+                yield ModelStartedEvent(
+                    process_id=f"s/turn/{turn}", offset=offset, model_call_seq=1, model="m"
+                )
+
+    return events
+
+
+async def test_seam_10_from_the_start_each_turn_reads_what_it_still_retains() -> None:
+    async def snap() -> SessionSnapshot:
+        return snapshot(["completed", "completed", "completed"], "ended")
+
+    turns = stream({1: [0, 1], 2: [5, 6]})  # turn 2 continued as new; turn 3's workflow gone
+    read = read_session("s", None, snapshot=snap, past_turn=lambda n: snap(), turn_events=turns)
+    assert positions([e async for e in read]) == [(1, 0), (1, 1), (2, 5), (2, 6)]
+    # after a position, every later event is owed: a gap is refused, never skipped
+    strict = read_session("s", (1, 1), snapshot=snap, past_turn=lambda n: snap(), turn_events=turns)
+    with pytest.raises(EventOffsetError) as caught:
+        _ = [e async for e in strict]
+    assert caught.value.code == EVENTS_OFFSET_TRUNCATED
+    assert caught.value.message.startswith("Session 's', turn 2:")
+
+
+async def test_seam_11_a_turn_listed_as_running_is_waited_for_then_refused_clearly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`client.events.follow_turn` with Temporal's answers faked: no workflow yet."""
+    looks: list[int] = []
+    listed = ["completed", "running"]
+
+    async def follow(client: object, root_id: str, after: int | None) -> AsyncIterator[Event]:
+        looks.append(len(looks))
+        if len(looks) < 3:  # its workflow starts at the third look
+            raise InteractionNotFound(f"No Interaction {root_id!r}.")
+        yield ModelStartedEvent(process_id=root_id, offset=0, model_call_seq=1, model="m")
+
+    async def snap() -> SessionSnapshot:
+        return snapshot(listed, "running")
+
+    monkeypatch.setattr(client_events, "follow", follow)
+    monkeypatch.setattr(client_events, "TURN_START_POLLS", (0.001,))
+    turn = client_events.follow_turn(None, "s", 2, None, snap)  # type: ignore[arg-type]
+    assert [e.offset async for e in turn] == [0] and len(looks) == 3
+    monkeypatch.setattr(client_events, "TURN_START_WAIT", 0.0)
+    looks.clear()
+    with pytest.raises(ScopeError) as late:  # it never appears: a clear error, not "gone"
+        _ = [e async for e in client_events.follow_turn(None, "s", 2, -1, snap)]  # type: ignore[arg-type]
+    assert late.value.code == HOST_FAILED and "is running, but its workflow" in late.value.message
+    listed[1] = "completed"  # ended, and its workflow is not there: gone
+    looks.clear()
+    with pytest.raises(InteractionNotFound):
+        _ = [e async for e in client_events.follow_turn(None, "s", 2, -1, snap)]  # type: ignore[arg-type]
+    assert len(looks) == 1

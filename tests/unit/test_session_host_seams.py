@@ -1,0 +1,98 @@
+"""Where a host meets a session (issue 25), in-process: a host's own timeout or
+cancellation of a turn's `result()` says nothing of the turn, so the next message still
+steers it (defect 3; `SessionHandle` live: tests/live/test_session_seams.py); a
+`continue_as_new_every` below 1 is refused where it is given, and in the workflow input
+where no history can hold it (defect 6)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import ValidationError
+
+from scope_temporal import ConfigurationError, ScopeClient
+from scope_temporal.approval import ApprovalPolicy
+from scope_temporal.chat import Response
+from scope_temporal.definition import Definition
+from scope_temporal.errors import CONFIGURATION_INVALID
+from scope_temporal.models import ModelRequest, ScriptedModel, reply
+from scope_temporal.payloads import InteractionInput, SessionInput
+from scope_temporal.testing import LocalRunner
+from scope_temporal.tools import tool
+
+WAIT = 5.0
+
+
+@tool(permission="exec")
+def restart_service(name: str) -> str:
+    """Restart a service."""
+    return f"{name} restarted"
+
+
+def restart_then_echo(request: ModelRequest) -> Response:
+    if not any(m.role == "tool" for m in request.messages):
+        return reply.tool_calls(("restart_service", {"name": "web"}))
+    return reply.text(" | ".join(m.text for m in request.messages if m.role == "user"))
+
+
+def runner() -> LocalRunner:
+    ops = Definition("ops", tools=[restart_service], approval=ApprovalPolicy.deny_writes())
+    return LocalRunner(
+        definitions=[ops],
+        tools=[restart_service],
+        models={"default": ScriptedModel(restart_then_echo)},
+    )
+
+
+async def test_seam_03_a_hosts_timeout_on_a_turns_result_leaves_the_next_message_steering_it() -> (
+    None
+):
+    session = runner().session("ops", id="s1")
+    turn = await session.send("restart web", message_id="m1")
+    [pending] = (await turn.idle()).pending_tool_inputs  # it waits for this user's approval
+    with pytest.raises(TimeoutError):
+        await turn.result(timeout=0.01)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(turn.result(), 0.01)
+    steered = await asyncio.wait_for(session.send("and say so", message_id="m2"), WAIT)
+    assert steered.id == turn.id
+    await turn.answer(pending, "a1", {"decision": "approve"})
+    assert (await turn.result(timeout=WAIT)).text == "restart web | and say so"
+    nxt = await asyncio.wait_for(session.send("next", message_id="m3"), WAIT)
+    assert nxt.id == "s1/turn/2"  # its real end was seen: the next message opens a turn
+
+
+@pytest.mark.parametrize("every", [0, -1])
+async def test_seam_06_continue_as_new_every_below_one_is_refused_where_it_is_given(
+    every: int,
+) -> None:
+    r = runner()
+    with pytest.raises(ConfigurationError) as local:
+        r.session("ops", id="s-bad", continue_as_new_every=every)
+    assert local.value.code == CONFIGURATION_INVALID
+    assert "continue_as_new_every" in local.value.message and str(every) in local.value.message
+    scope = ScopeClient.__new__(ScopeClient)  # no server needed: refused before any call
+    with pytest.raises(ConfigurationError):
+        scope.session("ops", continue_as_new_every=every)
+    with pytest.raises(ConfigurationError):
+        await scope.start("ops", "hi", continue_as_new_every=every)
+
+
+@pytest.mark.parametrize("every", [0, -3])
+def test_seam_06_an_interaction_input_continuing_as_new_below_one_is_refused(every: int) -> None:
+    with pytest.raises(ValidationError, match="continue_as_new_every"):
+        InteractionInput(definition="ops", continue_as_new_every=every)
+    with pytest.raises(ValidationError, match="continue_as_new_every"):
+        InteractionInput.model_validate_json(
+            f'{{"definition": "ops", "continue_as_new_every": {every}}}'
+        )
+    assert InteractionInput(definition="ops", continue_as_new_every=1).continue_as_new_every == 1
+    assert InteractionInput(definition="ops").continue_as_new_every is None
+
+
+def test_seam_06_a_session_input_an_older_client_sent_still_decodes() -> None:
+    # older clients sent 0 for sessions, which ran as 1 (continue as new after each
+    # turn): their histories must still decode
+    old = SessionInput.model_validate_json('{"definition": "ops", "continue_as_new_every": 0}')
+    assert old.continue_as_new_every == 0
