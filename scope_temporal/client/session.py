@@ -42,6 +42,7 @@ from scope_temporal.interaction.session_values import (
     SessionSnapshot,
     SessionTranscript,
     as_messages,
+    session_start_digest,
 )
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
@@ -145,7 +146,9 @@ class SessionHandle:
 
         Raises:
             InvalidSignal: not user messages, empty, over the payload limit, or the session
-                runs another Definition. SignalConflict: the id was taken with other
+                runs another Definition, or (code `interaction.session.mismatch`) the
+                session was started with another context or approved tools than this
+                handle holds. SignalConflict: the id was taken with other
                 content. StaleMessage: an earlier, ended turn took the id. SessionEnded: the
                 session has ended. UnknownDefinition: the worker serves no such Definition.
             Nothing changed in the session or the running turn when any of these is raised.
@@ -160,6 +163,7 @@ class SessionHandle:
             messages=as_messages(message),
             definition=self.definition,
             follows=self._seen,
+            start_digest=session_start_digest(self._start.context, self._start.approved_tools),
         )
         self.scope.check_sendable(payload, "The message", errors.InvalidSignal)
         receipt = await self._deliver(payload)
