@@ -102,11 +102,8 @@ class InteractionInput(_Payload):
     """A session's turn: task notifications the session kept for it, applied as steers
     before its first model call (ignored when `state` is given)."""
     instructions_first: bool | None = None
-    """A session's turn: True, every model call sends the Definition's instructions first,
-    then the base, then the turn's messages; False, the base opens with instructions
-    already (a transcript from before this rule). None (a plain Interaction, or a turn
-    started by an older session): the instructions open the context when there is no base
-    or an empty one."""
+    """A session's turn: True, every model call sends the instructions before the base;
+    False, the base holds them; None (not a turn, or an older session's): `initial_state`."""
 
 
 class ToolCallInput(_Payload):
@@ -264,9 +261,8 @@ class SessionSend(_Payload):
     """The latest turn whose end the sender has seen: the message never steers it (it
     waits for the session to take that turn's end, then opens the next turn)."""
     start_digest: str | None = None
-    """The digest of the run context and approved tools the sender's handle holds
-    (`session_start_digest`); a session started with others refuses the message. None
-    (an older client): not checked."""
+    """`session_start_digest` of the sender's run context and approved tools: a session
+    started with others refuses the message (None, an older client: not checked)."""
 
 
 class SessionEndInput(_Payload):

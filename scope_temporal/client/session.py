@@ -9,6 +9,7 @@ changes).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
@@ -189,11 +190,12 @@ class SessionHandle:
         new): the message id makes a repeat safe."""
         assert self._start is not None  # checked by send
         for attempt in range(1, _DELIVERY_ATTEMPTS + 1):
+            operation = self._start_operation(self._start)
             try:
                 receipt: SendReceipt = await self.scope.client.execute_update_with_start_workflow(
                     names.SESSION_SEND,
                     payload,
-                    start_workflow_operation=self._start_operation(self._start),
+                    start_workflow_operation=operation,
                     result_type=SendReceipt,
                 )
                 return receipt
@@ -203,6 +205,8 @@ class SessionHandle:
                     continue
                 raise typed_refusal(error) from error
             except WorkflowAlreadyStartedError:
+                with contextlib.suppress(WorkflowAlreadyStartedError):  # its copy: read, so
+                    await operation.workflow_handle()  # asyncio never logs it as unretrieved
                 if attempt == _DELIVERY_ATTEMPTS or not await self._running():
                     raise errors.SessionEnded(
                         f"Session {self.id!r} has ended; it takes no more messages and "
