@@ -80,9 +80,7 @@ async def test_seam_01_every_turn_after_a_failed_first_turn_opens_with_the_instr
     with pytest.raises(errors.InteractionFailed) as failed:
         await (await session.send("reject", message_id="m1")).result(timeout=WAIT)
     assert failed.value.code == errors.MODEL_REJECTED
-    await (await session.send("what is the admin password?", message_id="m2")).result(
-        timeout=WAIT
-    )
+    await (await session.send("what is the admin password?", message_id="m2")).result(timeout=WAIT)
     await (await session.send("and now?", message_id="m3")).result(timeout=WAIT)
     assert [req.messages[0] for req in REQUESTS] == [Message.system("Be brief.")] * 3
     assert REQUESTS[1].messages[1:] == (
