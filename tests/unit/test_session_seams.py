@@ -146,6 +146,21 @@ async def test_seam_02_send_and_end_in_one_step_both_return() -> None:
     assert REQUESTS == []
 
 
+async def test_seam_02_a_turn_cancelled_before_its_task_ran_ends_cancelled() -> None:
+    r = runner()
+    driver = r.session("talk", id="s1").shared.driver
+    driver.machine.send("m1", [Message.user("hi")])
+    [start] = driver.machine.next_effects()
+    driver._carry_out(start)  # its task is spawned and has not run yet
+    driver.machine.end()
+    [cancel] = driver.machine.next_effects()
+    driver._carry_out(cancel)
+    snap = driver.snapshot()
+    assert snap.status == "ended" and snap.turns[0].status == "canceled"
+    await asyncio.sleep(0)  # the cancelled task reports nothing more
+    assert driver.snapshot() == snap
+
+
 # --- 4 and 13: a message is refused at send when its turn could not carry it ----------
 
 
