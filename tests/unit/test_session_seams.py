@@ -298,3 +298,22 @@ def test_a_failed_turn_of_a_session_going_on_passes_its_steers_to_the_next() -> 
     m.next_effects()
     m.turn_ended(1, None, Failure.of(errors.MODEL_REJECTED, "400"))
     assert m.phase == "turn" and m.snapshot().turns[-1].message_ids == ("m2",)
+
+
+def test_seam_02_an_end_before_a_next_turn_starts_keeps_what_it_would_open_with() -> None:
+    m = SessionMachine.start("s1", "talk")
+    m.send("m1", [Message.user("hi")])
+    m.next_effects()
+    m.send("m2", [Message.user("also")])
+    m.next_effects()
+    done = Output(
+        source="model_response",
+        model_response=Response(message=Message.assistant("ok"), finish_reason="stop"),
+        model_calls=1,
+        transcript=TurnTranscript(messages=(Message.user("hi"), Message.assistant("ok"))),
+    )
+    m.turn_ended(1, done, None)  # m2 missed: it opens turn 2, not started yet
+    m.end()
+    snap = m.snapshot()
+    assert (snap.status, len(snap.turns), snap.unanswered) == ("ended", 1, ("m2",))
+    assert m.transcript[-1] == Message.user("also")
