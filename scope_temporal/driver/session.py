@@ -146,7 +146,7 @@ class SessionDriver:
                 running = self._running.get(effect.process_id)
                 if running is not None:
                     running.cancel()
-                    if not self._begun(effect.process_id):
+                    if effect.process_id not in self._begun_turns:
                         self._never_ran(effect.process_id)
             case _:
                 assert_never(effect)
@@ -196,9 +196,6 @@ class SessionDriver:
             case _:
                 assert_never(ended)
 
-    def _begun(self, process_id: str) -> bool:
-        return process_id in self._begun_turns
-
     def _never_ran(self, process_id: str) -> None:
         """A turn's task cancelled before its first step (an `end` in the step that asked
         for its start): it never reports, so its end is taken here, as cancelled."""
@@ -211,6 +208,7 @@ class SessionDriver:
 
     def _finished(self, process_id: str, task: asyncio.Task[None]) -> None:
         self._running.pop(process_id, None)
+        self._begun_turns.discard(process_id)
         if not task.cancelled() and task.exception() is not None and self._crash is None:
             self._crash = task.exception()
         self._touch()
@@ -254,8 +252,7 @@ class SessionDriver:
         definition, machine = self._definition, self.machine
         if definition is None:
             return
-        current = machine.current
-        pending = machine.pending if current is not None else machine.state.notices
+        current, pending = machine.current, machine.pending
         number = machine.turns + 1
         messages = [m for q in pending for m in q.messages] + list(input.messages)
         size = model_input_size(

@@ -178,7 +178,7 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
     @property
     def pending(self) -> tuple[QueuedMessage, ...]:
         """What the next turn would open with, were the running turn to miss every steer
-        it was passed (and the notices kept for it)."""
+        it was passed (and the notices kept for it); idle, the notices kept."""
         s = self._state
         return (*s.queued, *s.steered, *s.outbox, *s.noticed, *s.notices)
 
