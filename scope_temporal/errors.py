@@ -48,6 +48,7 @@ OPTIONS_INVALID = "interaction.options.invalid"
 # Sessions
 SESSION_ENDED = "interaction.session.ended"
 SESSION_MESSAGE_STALE = "interaction.session.message_stale"
+SESSION_MISMATCH = "interaction.session.mismatch"
 # Tools
 TOOL_NOT_FOUND = "tool.not_found"
 TOOL_NOT_AUTHORIZED = "tool.not_authorized"
@@ -106,6 +107,7 @@ CODE_KINDS: dict[str, FailureKind] = {
     CONTEXT_INVALID: "contract",
     SESSION_ENDED: "contract",
     SESSION_MESSAGE_STALE: "contract",
+    SESSION_MISMATCH: "contract",
     OPTIONS_INVALID: "contract",
     TOOL_NOT_FOUND: "contract",
     TOOL_NOT_AUTHORIZED: "contract",
@@ -330,6 +332,7 @@ _REFUSALS: dict[str, type[ScopeError]] = {
     CONTEXT_INVALID: InvalidRunContext,
     SESSION_ENDED: SessionEnded,
     SESSION_MESSAGE_STALE: StaleMessage,
+    SESSION_MISMATCH: InvalidSignal,
     OPTIONS_INVALID: InvalidOptions,
     SUBMIT_INVALID: InvalidTaskSubmission,
     SUBMIT_CONFLICT: TaskSubmissionConflict,

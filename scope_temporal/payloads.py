@@ -104,6 +104,9 @@ class InteractionInput(_Payload):
     notices: tuple[SteerInput, ...] = ()
     """A session's turn: task notifications the session kept for it, applied as steers
     before its first model call (ignored when `state` is given)."""
+    instructions_first: bool | None = None
+    """A session's turn: True, every model call sends the instructions before the base;
+    False, the base holds them; None (not a turn, or an older session's): `initial_state`."""
 
 
 class ToolCallInput(_Payload):
@@ -167,6 +170,9 @@ class ModelActivityInput(_Payload):
     events_to: str | None = None
     """The workflow hosting the tree's event stream: the streamed text goes there."""
     base: BaseRef | None = None
+    instructed: bool = False
+    """A session's turn: the request opens with the Definition's instructions (the worker
+    takes them from the registered Definition, whose digest pins them)."""
 
     @property
     def own_prefix(self) -> int:
@@ -194,18 +200,23 @@ class ModelActivityInput(_Payload):
             heartbeat=heartbeat,
             events_to=events_to,
             base=request.base,
+            instructed=request.instructions is not None,
         )
 
     def request(
-        self, messages: tuple[Message, ...], tools: tuple[ToolDefinition, ...]
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolDefinition, ...],
+        instructions: str | None = None,
     ) -> ModelEffectRequest:
         """The retained request again, given its messages (for a turn: those after the
-        base) and the manifest."""
+        base), the manifest and the Definition's instructions (used when `instructed`)."""
         return ModelEffectRequest(
             **self.model_dump(include=_SHARED_WITH_REQUEST),
             messages=messages,
             tools=tools,
             base=self.base,
+            instructions=instructions if self.instructed else None,
         )
 
 
@@ -256,6 +267,9 @@ class SessionSend(_Payload):
     follows: int = 0
     """The latest turn whose end the sender has seen: the message never steers it (it
     waits for the session to take that turn's end, then opens the next turn)."""
+    start_digest: str | None = None
+    """`session_start_digest` of the sender's run context and approved tools: a session
+    started with others refuses the message (None, an older client: not checked)."""
 
 
 class SessionEndInput(_Payload):

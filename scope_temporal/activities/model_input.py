@@ -74,7 +74,9 @@ class ModelRequestBuilder:
             raise RequestMismatch(manifest)
         messages = await self._messages(input, fetch)
         own = len(messages) - (input.base.count if input.base is not None else 0)
-        retained = input.request(messages[len(messages) - own :], manifest)
+        retained = input.request(
+            messages[len(messages) - own :], manifest, definition.instructions or None
+        )
         return retained.expanded(messages[: len(messages) - own])
 
     async def _messages(

@@ -9,6 +9,7 @@ changes).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
@@ -42,6 +43,7 @@ from scope_temporal.interaction.session_values import (
     SessionSnapshot,
     SessionTranscript,
     as_messages,
+    session_start_digest,
 )
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
@@ -152,7 +154,9 @@ class SessionHandle:
 
         Raises:
             InvalidSignal: not user messages, empty, over the payload limit, or the session
-                runs another Definition. SignalConflict: the id was taken with other
+                runs another Definition, or (code `interaction.session.mismatch`) the
+                session was started with another context or approved tools than this
+                handle holds. SignalConflict: the id was taken with other
                 content. StaleMessage: an earlier, ended turn took the id. SessionEnded: the
                 session has ended. UnknownDefinition: the worker serves no such Definition.
             Nothing changed in the session or the running turn when any of these is raised.
@@ -167,6 +171,7 @@ class SessionHandle:
             messages=as_messages(message),
             definition=self.definition,
             follows=self._seen,
+            start_digest=session_start_digest(self._start.context, self._start.approved_tools),
         )
         self.scope.check_sendable(payload, "The message", errors.InvalidSignal)
         receipt = await self._deliver(payload)
@@ -192,11 +197,12 @@ class SessionHandle:
         new): the message id makes a repeat safe."""
         assert self._start is not None  # checked by send
         for attempt in range(1, _DELIVERY_ATTEMPTS + 1):
+            operation = self._start_operation(self._start)
             try:
                 receipt: SendReceipt = await self.scope.client.execute_update_with_start_workflow(
                     names.SESSION_SEND,
                     payload,
-                    start_workflow_operation=self._start_operation(self._start),
+                    start_workflow_operation=operation,
                     result_type=SendReceipt,
                 )
                 return receipt
@@ -206,6 +212,8 @@ class SessionHandle:
                     continue
                 raise typed_refusal(error) from error
             except WorkflowAlreadyStartedError:
+                with contextlib.suppress(WorkflowAlreadyStartedError):  # its copy: read, so
+                    await operation.workflow_handle()  # asyncio never logs it as unretrieved
                 if attempt == _DELIVERY_ATTEMPTS or not await self._running():
                     raise errors.SessionEnded(
                         f"Session {self.id!r} has ended; it takes no more messages and "

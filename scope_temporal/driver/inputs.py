@@ -33,8 +33,8 @@ def check_size(payload: BaseModel, what: str, limit: int) -> None:
 
 
 def check_steer_room(queued_bytes: int, payload: BaseModel, limit: int) -> None:
-    """Refuse a steer that would put the next model request over the limit (`queued_bytes`:
-    what the next request carries already).
+    """Refuse a steer that would put the next model call over the limit (`queued_bytes`:
+    what that call carries already, its framing included).
 
     Raises:
         InvalidSignal: code `interaction.payload.too_large`.

@@ -35,6 +35,7 @@ from scope_temporal.driver.model_calls import ModelCaller
 from scope_temporal.driver.start import changed_definition
 from scope_temporal.driver.submits import Submissions
 from scope_temporal.driver.transport import InteractionTransport
+from scope_temporal.driver.turn_room import next_call_bytes
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.attention import NEEDS_A_PERSON, AttentionReport
 from scope_temporal.interaction.effects import CallModel, StartDelegate, StartToolCall, WaitRetry
@@ -276,7 +277,7 @@ class InteractionDriver:
 
     def validate_steer(self, input: SteerInput) -> None:
         """Raise the ScopeError a steer would be refused with (nothing changes)."""
-        check_steer_room(self.machine.queued_message_bytes, input, self.limit)
+        check_steer_room(next_call_bytes(self.machine, self._events_to), input, self.limit)
         self.machine.check_steer(input.signal_id, input.messages)
 
     def steer_update(self, input: SteerInput) -> bool:

@@ -8,9 +8,13 @@ cancellation cancels the turn's child. How each turn ended goes back to the mach
 What it decides itself are the engine-level rules:
 
  1. A message over the payload limit, or for another Definition than the session runs,
-    is refused before it reaches the machine.
+    is refused before it reaches the machine; so is one whose turn's first model call
+    would not fit the limit (with the steers and notices a next turn would open with,
+    while a turn runs: that turn may miss them). Checked when the message is sent (the
+    validator), never again on replay: a refused message changed nothing.
  2. A send returns once the turn that takes it runs (a new turn: once its child started),
-    so the turn's handle finds it. A message whose sender has seen the running turn end
+    so the turn's handle finds it; a send whose turn the session withdrew (it ended
+    first) raises `SessionEnded`. A message whose sender has seen the running turn end
     (its child's result can reach a host before the session) waits for the session to
     take that end, and opens the next turn.
  3. Idle, with nothing in flight, the session continues as new every
@@ -27,10 +31,14 @@ import asyncio
 from typing import assert_never
 
 from scope_temporal import errors, names
-from scope_temporal.driver.inputs import check_size
+from scope_temporal.context_refs import BaseRef
+from scope_temporal.definition import Definition
+from scope_temporal.driver.inputs import check_size, refuse_over
 from scope_temporal.driver.model_calls import context_page
 from scope_temporal.driver.transport import Ended, Refused, SessionTransport
-from scope_temporal.errors import InvalidSignal, ScopeError
+from scope_temporal.driver.turn_room import model_input_size
+from scope_temporal.errors import InvalidSignal, ScopeError, SessionEnded
+from scope_temporal.ids import turn_process_id
 from scope_temporal.interaction.session import SessionMachine
 from scope_temporal.interaction.session_values import (
     CancelTurn,
@@ -60,6 +68,8 @@ class SessionDriver:
         transport: the engine.
         input: the run's input (its options, and what continue-as-new carried).
         limit: the payload limit a message must fit.
+        definition: the Definition the turns run, as served (for `check_room`; None: no
+            room check beyond the message's own size).
     """
 
     def __init__(
@@ -69,8 +79,10 @@ class SessionDriver:
         input: SessionInput,
         *,
         limit: int,
+        definition: Definition | None = None,
     ) -> None:
         self.machine = machine
+        self._definition = definition
         self._transport = transport
         self._input = input
         self._limit = limit
@@ -78,6 +90,7 @@ class SessionDriver:
         self._started: set[int] = set()
         self._dirty = False
         self._crash: BaseException | None = None
+        self._begun_turns: set[str] = set()  # turn tasks whose coroutine ran
         self._turns_at_start = machine.turns
 
     # --- the run ---------------------------------------------------------------------
@@ -133,6 +146,8 @@ class SessionDriver:
                 running = self._running.get(effect.process_id)
                 if running is not None:
                     running.cancel()
+                    if effect.process_id not in self._begun_turns:
+                        self._never_ran(effect.process_id)
             case _:
                 assert_never(effect)
 
@@ -145,10 +160,13 @@ class SessionDriver:
             approved_tools=effect.approved_tools,
             track_status=self._input.track_status,
             session_id=self.machine.session_id,
+            instructions_first=effect.instructions_first,
             notices=tuple(
                 SteerInput(signal_id=n.message_id, messages=n.messages) for n in effect.notices
             ),
         )
+
+        self._begun_turns.add(effect.process_id)
 
         def started() -> None:
             self._started.add(effect.turn)
@@ -178,8 +196,19 @@ class SessionDriver:
             case _:
                 assert_never(ended)
 
+    def _never_ran(self, process_id: str) -> None:
+        """A turn's task cancelled before its first step (an `end` in the step that asked
+        for its start): it never reports, so its end is taken here, as cancelled."""
+        current = self.machine.current
+        if current is not None and current.process_id == process_id:
+            self._started.add(current.turn)
+            failure = Failure.of(errors.CANCELED, "the turn was cancelled: the session ended")
+            self.machine.turn_ended(current.turn, None, failure)
+            self._touch()
+
     def _finished(self, process_id: str, task: asyncio.Task[None]) -> None:
         self._running.pop(process_id, None)
+        self._begun_turns.discard(process_id)
         if not task.cancelled() and task.exception() is not None and self._crash is None:
             self._crash = task.exception()
         self._touch()
@@ -200,7 +229,8 @@ class SessionDriver:
     # --- the host's inputs -----------------------------------------------------------
 
     def validate_send(self, input: SessionSend) -> SendReceipt | None:
-        """Raise the ScopeError a message would be refused with; a duplicate's receipt."""
+        """Raise the ScopeError a message would be refused with; a duplicate's receipt
+        (`check_room` besides, where the message is first sent)."""
         check_size(input, "The message", self._limit)
         expected = input.definition
         running = self.machine.definition
@@ -209,7 +239,45 @@ class SessionDriver:
                 f"Session {self.machine.session_id!r} runs Definition {running!r}, not "
                 f"{expected!r}; nothing was sent. Use another session id for {expected!r}."
             )
-        return self.machine.check_send(input.message_id, input.messages)
+        return self.machine.check_send(input.message_id, input.messages, input.start_digest)
+
+    def check_room(self, input: SessionSend) -> None:
+        """Refuse a new message whose turn could not send it (rule 1): the first model
+        call of the turn it opens, or, while a turn runs, of the next turn, which opens
+        with every steer the running turn may miss and the notices kept for it.
+
+        Raises:
+            InvalidSignal: code `interaction.payload.too_large`.
+        """
+        definition, machine = self._definition, self.machine
+        if definition is None:
+            return
+        current, pending = machine.current, machine.pending
+        number = machine.turns + 1
+        messages = [m for q in pending for m in q.messages] + list(input.messages)
+        size = model_input_size(
+            definition,
+            turn_process_id(machine.session_id, number),
+            messages,
+            base=BaseRef(
+                workflow_id=machine.session_id, count=len(machine.transcript), digest="0" * 64
+            ),
+            applied=[q.message_id for q in pending],
+            events_to=machine.session_id,
+        )
+        what = (
+            f"The first model call of turn {number}"
+            if current is None
+            else f"With the messages turn {current.turn} may pass on, the first model call "
+            f"of turn {number}"
+        )
+        refuse_over(
+            what,
+            size,
+            self._limit,
+            "The message was refused and nothing changed; send a shorter one"
+            + ("." if current is None else ", or wait for the running turn to end."),
+        )
 
     async def send(self, input: SessionSend) -> SendReceipt:
         """Take a validated message; returns once the turn taking it runs (rule 2).
@@ -226,11 +294,17 @@ class SessionDriver:
 
         if seen_turn_runs():
             await self._transport.wait_until(lambda: not seen_turn_runs())
-        receipt = self.machine.send(input.message_id, input.messages)
+        receipt = self.machine.send(input.message_id, input.messages, input.start_digest)
         self._touch()
         await self._transport.wait_until(
             lambda: receipt.turn in self._started or machine.phase in ("ended", "failed")
         )
+        if receipt.turn > machine.turns:  # withdrawn: the session ended before it started
+            raise SessionEnded(
+                f"Session {machine.session_id!r} ended before turn {receipt.turn}, which "
+                "this message opened, could start; the message was not taken. Start a new "
+                "session (a new id)."
+            )
         return receipt
 
     def notice(self, input: SteerInput) -> bool:

@@ -43,6 +43,7 @@ def open_machine(
             input.approved_tools,
             run_context=input.context,
             base=input.base,
+            instructions_first=input.instructions_first,
         )
         state.options = rules.options_for(definition, input.options)
         machine = InteractionMachine(definition, state)

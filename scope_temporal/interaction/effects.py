@@ -52,11 +52,18 @@ class ModelEffectRequest(_Frozen):
     """A session's turn: the session transcript the context starts with, by reference (the
     model was sent the base's messages, then `messages`)."""
 
+    instructions: str | None = None
+    """A session's turn: the Definition's instructions, sent first (a system message),
+    before the base and `messages`; None: `messages` hold them, if any."""
+
     def expanded(self, base: tuple[Message, ...]) -> ModelEffectRequest:
-        """The request with its base's messages in place (`base` holds exactly them)."""
-        if self.base is None:
+        """The request as the model is sent it: the instructions, then the base's messages
+        (`base` holds exactly them), then its own."""
+        if self.base is None and self.instructions is None:
             return self
-        return self.model_copy(update={"messages": (*base, *self.messages), "base": None})
+        first = (Message.system(self.instructions),) if self.instructions else ()
+        messages = (*first, *base, *self.messages)
+        return self.model_copy(update={"messages": messages, "base": None, "instructions": None})
 
     attempt: int = 1
     """Which Effect of this model call (`Attribution.attempt`): 1, one more per retry."""

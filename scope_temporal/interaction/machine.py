@@ -314,7 +314,8 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
         """Take a model response (reported, or settled by the host) into the state."""
         seq = s.model.request.model_call_seq if s.model is not None else 0
         if messages_sent is not None:
-            s.context, s.base = list(messages_sent), None  # the replacement is the whole context
+            # the replacement is the whole context (the instructions it was sent included)
+            s.context, s.base, s.instructions = list(messages_sent), None, None
         if s.model is not None:
             s.usage = s.usage.add(s.model.request.model, response.usage)
         s.model = None

@@ -61,10 +61,14 @@ def _tasks_to_cancel(definition: Definition, s: InteractionState) -> tuple[str, 
 
 
 def _queued_message_bytes(s: InteractionState) -> int:
-    """JSON bytes of the working context plus the queued steers: what the next model
-    call would send, before its tool manifest."""
+    """JSON bytes of the working context, the open round's settled results and the
+    queued steers (with their ids): what the next model call would send, before its
+    framing and tool manifest."""
+    settled = s.round.slots if s.round is not None else []
+    results = sum(len(c.result.model_dump_json()) for c in settled if c.result is not None)
+    ids = sum(len(e.signal_id) + 4 for e in s.mailbox)  # the call lists them as applied
     messages = [*s.context, *(m for e in s.mailbox for m in e.messages)]
-    return sum(len(m.model_dump_json()) for m in messages)
+    return sum(len(m.model_dump_json()) for m in messages) + results + ids
 
 
 def turn_transcript(s: InteractionState) -> TurnTranscript:

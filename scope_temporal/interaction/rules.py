@@ -44,12 +44,15 @@ def initial_state(
     *,
     run_context: Mapping[str, Any] | None = None,
     base: BaseRef | None = None,
+    instructions_first: bool | None = None,
 ) -> InteractionState:
     """A new Interaction's state; a parent's delegate budget and grant only tighten the
     Definition's own; `approved_tools` the Definition does not bind are ignored.
     `run_context` is what its tools read. `base` makes it a session's turn: its context
-    is that transcript (by reference), then `messages` (instructions open only the first
-    turn's, whose base is empty).
+    is that transcript (by reference), then `messages`. A turn with `instructions_first`
+    sends the Definition's instructions before the base on every model call and never
+    holds them in its context; False: the base opens with them already; None (a turn of
+    an older session): instructions open only a turn whose base is empty.
 
     Raises:
         InvalidSignal: no messages.
@@ -63,7 +66,9 @@ def initial_state(
     granted = definition.capabilities
     if capabilities is not None:
         granted = granted & frozenset(capabilities)
-    instructions = definition.instructions if base is None or base.count == 0 else None
+    ahead = base is not None and instructions_first is True
+    opens = base is None or (instructions_first is None and base.count == 0)
+    instructions = definition.instructions if opens else None
     context = [Message.system(instructions)] if instructions else []
     return InteractionState(
         process_id=process_id,
@@ -75,6 +80,7 @@ def initial_state(
         run_context=check_run_context(run_context) if run_context is not None else {},
         base=base,
         turn_of=base.workflow_id if base is not None else None,
+        instructions=definition.instructions or None if ahead else None,
         approved_tools=sorted(set(approved_tools) & set(definition.tools.names)),
     )
 
@@ -128,14 +134,19 @@ def replacement(
     request: ModelEffectRequest, messages_sent: tuple[Message, ...]
 ) -> tuple[Message, ...] | None:
     """The context a host's settlement puts in place: `messages_sent`, or None when they
-    are exactly a turn's base (by its digest) then the request's own messages, i.e. the
-    call sent the context unreduced and the base stays a reference."""
+    are exactly a turn's instructions (if it sends them), its base (by its digest) then
+    the request's own messages, i.e. the call sent the context unreduced and the base
+    stays a reference."""
     base = request.base
-    if base is None or len(messages_sent) != base.count + len(request.messages):
+    if base is None:
         return messages_sent
-    if messages_sent[base.count :] != request.messages:
+    first = (Message.system(request.instructions),) if request.instructions else ()
+    sent = messages_sent[len(first) :]
+    if messages_sent[: len(first)] != first or len(sent) != base.count + len(request.messages):
         return messages_sent
-    if prefix_digest(messages_sent[: base.count]) != base.digest:
+    if sent[base.count :] != request.messages:
+        return messages_sent
+    if prefix_digest(sent[: base.count]) != base.digest:
         return messages_sent
     return None
 

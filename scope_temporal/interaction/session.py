@@ -18,12 +18,25 @@ The rules it keeps:
     earlier, ended turn took is a `StaleMessage`. Only user messages are accepted.
  3. At a turn's end the transcript grows by what the turn added (or becomes the context a
     reducer or host put in its place); a failed or cancelled turn adds its opening
-    messages only (a partial round would leave a tool call without its result).
+    messages only (a partial round would leave a tool call without its result), and,
+    when the session ends, the steers it was passed.
+ 3a. The transcript never holds the Definition's instructions: every model call of every
+    turn sends them first, then the transcript, then the turn's own messages, so a turn
+    always runs with the instructions of the Definition it runs (`instructions_first`).
+    A transcript that opens with a system message (a session from before this rule)
+    keeps it, and its turns send no other.
  4. Tools approved for the session reach every turn (`StartTurn.approved_tools`); a
     completed turn's `Output.approved_tools` (approvals remembered during it) replace
     them. A failed or cancelled turn leaves them as they were.
  5. `end` ends an idle session at once, and a running one once its turn is cancelled; an
-    ended session refuses every message (`SessionEnded`).
+    ended session refuses every message (`SessionEnded`). A turn a send opened but whose
+    start was not asked for yet is withdrawn (that send is refused with `SessionEnded`);
+    messages the session took and no turn answered are in the transcript and listed as
+    `unanswered`: an ended session promises no next turn.
+ 7. A message from a handle that holds another run context or other approved tools than
+    the session started with is refused (`start_digest`; code
+    `interaction.session.mismatch`): a turn never runs with an identity its sender did
+    not give.
  6. A background task of a turn tells the session when it ends or asks for input
     (`notice`, deduplicated by its notice id): the running turn gets it as a steer; with
     none running it is kept, and the next turn applies it before its first model call. It
@@ -38,15 +51,16 @@ from typing import Any, Literal
 
 from scope_temporal import errors
 from scope_temporal.chat import Message
-from scope_temporal.context_refs import BaseRef, chain_digest, prefix_digest
+from scope_temporal.context_refs import BaseRef
 from scope_temporal.errors import (
+    InvalidSignal,
     ProtocolError,
     ScopeError,
     SessionEnded,
     SignalConflict,
     StaleMessage,
 )
-from scope_temporal.ids import turn_process_id
+from scope_temporal.interaction import session_turns
 from scope_temporal.interaction.session_values import (
     CancelTurn,
     QueuedMessage,
@@ -59,6 +73,7 @@ from scope_temporal.interaction.session_values import (
     StartTurn,
     SteerTurn,
     TurnRecord,
+    session_start_digest,
 )
 from scope_temporal.interaction.steering import check_steer_messages, steer_digest
 from scope_temporal.interaction.transitions import Machine, Table, same
@@ -75,7 +90,11 @@ TABLE: Table[Event, SessionPhase] = {
     "send": {"idle": frozenset({"turn"}), "turn": frozenset({"turn"})},
     "notice": same("idle", "turn"),
     "turn_ended": {"turn": frozenset({"idle", "turn", "ended"})},
-    "end": {"idle": frozenset({"ended"}), "turn": frozenset({"turn"}), **same("ended")},
+    "end": {
+        "idle": frozenset({"ended"}),
+        "turn": frozenset({"turn", "ended"}),
+        **same("ended"),
+    },
     "fail": {p: frozenset({"failed"}) for p in ("idle", "turn", "ended", "failed")},
 }
 """Every legal (phase, event) pair of a session and the phases it may lead to."""
@@ -102,6 +121,7 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
             definition=definition,
             run_context=context,
             approved_tools=sorted(set(approved_tools)),
+            start_digest=session_start_digest(run_context, approved_tools),
         )
         return cls(state)
 
@@ -156,6 +176,13 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
         return self._state.digest
 
     @property
+    def pending(self) -> tuple[QueuedMessage, ...]:
+        """What the next turn would open with, were the running turn to miss every steer
+        it was passed (and the notices kept for it); idle, the notices kept."""
+        s = self._state
+        return (*s.queued, *s.steered, *s.outbox, *s.noticed, *s.notices)
+
+    @property
     def turns(self) -> int:
         return len(self._state.turns)
 
@@ -170,17 +197,30 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
 
     # --- the host's inputs -----------------------------------------------------------
 
-    def check_send(self, message_id: str, messages: Sequence[Message]) -> SendReceipt | None:
+    def check_send(
+        self, message_id: str, messages: Sequence[Message], start_digest: str | None = None
+    ) -> SendReceipt | None:
         """The receipt of a duplicate, or None for a new message; nothing changes.
+        `start_digest`: what the sender's handle holds (rule 7; None: not checked).
 
         Raises:
-            InvalidSignal: no id, an id too long, no message, or not user messages.
+            InvalidSignal: no id, an id too long, no message, or not user messages; or
+                (code `interaction.session.mismatch`) the sender holds another run
+                context or other approved tools than the session started with.
             SignalConflict: the id was taken with other content.
             StaleMessage: an earlier turn, now ended, took the id.
             SessionEnded: the session has ended or is ending.
         """
         check_steer_messages(message_id, messages)
         s = self._state
+        if start_digest is not None and s.start_digest not in (None, start_digest):
+            raise InvalidSignal(
+                f"Session {s.session_id!r} was started with another run context or other "
+                "approved tools than this handle holds; nothing was sent. A session keeps "
+                "the identity it started with: use a handle made with the same context= "
+                "and approved_tools=, or another session id.",
+                code=errors.SESSION_MISMATCH,
+            )
         seen = s.seen.get(message_id)
         if seen is not None:
             if seen.digest != steer_digest(messages):
@@ -200,16 +240,19 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
             raise self._refusal("send", "ended")
         return None
 
-    def send(self, message_id: str, messages: Sequence[Message]) -> SendReceipt:
+    def send(
+        self, message_id: str, messages: Sequence[Message], start_digest: str | None = None
+    ) -> SendReceipt:
         """Take one message: it opens a turn, or steers the running one (rule 1)."""
-        duplicate = self.check_send(message_id, messages)
+        duplicate = self.check_send(message_id, messages, start_digest)
         if duplicate is not None:
             return duplicate
         message = QueuedMessage(message_id=message_id, messages=tuple(messages))
 
         def change(s: SessionState) -> SendReceipt:
             if s.phase == "idle":
-                receipt = self._open_turn(s, [message])
+                receipt = session_turns.open_turn(s, [message])
+                s.opened_by_send = True
             else:
                 current = s.turns[-1]
                 s.outbox.append(message)
@@ -247,11 +290,15 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
         return True
 
     def end(self, reason: str = "ended by the host") -> None:
-        """End the session: at once when idle, after cancelling the running turn otherwise."""
+        """End the session: at once when idle, after cancelling the running turn otherwise
+        (one whose start was not asked for yet never starts, rule 5)."""
 
         def change(s: SessionState) -> None:
+            if s.phase == "turn" and not s.start_emitted:
+                session_turns.withdraw(s)
             if s.phase == "idle":
                 s.phase = "ended"
+                session_turns.drop_pending(s)
             if s.ending is None:
                 s.ending = reason
 
@@ -267,7 +314,7 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
 
     def turn_ended(self, turn: int, output: Output | None, failure: Failure | None) -> None:
         """The running turn ended with its Output, or its failure (rule 3)."""
-        self._apply("turn_ended", lambda s: self._turn_ended(s, turn, output, failure))
+        self._apply("turn_ended", lambda s: session_turns.turn_ended(s, turn, output, failure))
 
     def fail(self, message: str) -> None:
         """End the session as failed (the driver found it cannot go on)."""
@@ -298,6 +345,7 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
                     run_context=s.run_context,
                     approved_tools=tuple(s.approved_tools),
                     notices=tuple(s.notices),
+                    instructions_first=not session_turns.opens_with_instructions(s.transcript),
                 )
             )
             s.noticed.extend(s.notices)
@@ -313,83 +361,6 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
         s.noticed.extend(s.notices)
         s.outbox, s.notices = [], []
         return effects
-
-    def _open_turn(self, s: SessionState, opening: list[QueuedMessage]) -> SendReceipt:
-        number = len(s.turns) + 1
-        process_id = turn_process_id(s.session_id, number)
-        s.turns.append(
-            TurnRecord(
-                turn=number,
-                process_id=process_id,
-                message_ids=tuple(q.message_id for q in opening),
-                start=len(s.transcript),
-            )
-        )
-        s.opening = opening
-        s.start_emitted = False
-        s.phase = "turn"
-        return SendReceipt(
-            message_id=opening[0].message_id,
-            turn=number,
-            process_id=process_id,
-            disposition="started",
-        )
-
-    def _turn_ended(
-        self, s: SessionState, turn: int, output: Output | None, failure: Failure | None
-    ) -> None:
-        current = s.turns[-1]
-        if turn != current.turn or not s.start_emitted:
-            raise ProtocolError(f"Turn {turn} is not the running turn ({current.turn}).")
-        applied: tuple[str, ...] = ()
-        transcript = output.transcript if output is not None else None
-        if transcript is not None and transcript.replaced:
-            s.transcript = list(transcript.messages)
-            s.digest = prefix_digest(s.transcript)
-        else:
-            added = (
-                transcript.messages
-                if transcript is not None
-                else tuple(m for q in s.opening for m in q.messages)
-            )
-            self._append(s, added)
-        if transcript is not None:
-            applied = transcript.applied_signals
-        if output is not None:
-            s.approved_tools = sorted(set(output.approved_tools))
-            status: Literal["completed", "failed", "canceled"] = "completed"
-        else:
-            status = "canceled" if failure and failure.code == errors.CANCELED else "failed"
-        s.turns[-1] = current.model_copy(
-            update={"status": status, "code": failure.code if failure else None}
-        )
-        missed = [m for m in s.steered + s.outbox if m.message_id not in applied]
-        s.queued.extend(missed)
-        unapplied = [n for n in s.noticed if n.message_id not in applied]
-        s.notices = unapplied + s.notices  # for the next turn (rule 6)
-        s.opening, s.steered, s.outbox, s.noticed = [], [], [], []
-        s.cancel_emitted = False
-        if s.ending is not None:
-            s.phase = "ended"
-        elif s.queued:
-            opening, s.queued = s.queued, []
-            receipt = self._open_turn(s, opening)
-            for message in opening:  # their receipts now name the turn that takes them
-                seen = s.seen.get(message.message_id)
-                if seen is not None:
-                    s.seen[message.message_id] = seen.model_copy(
-                        update={
-                            "receipt": receipt.model_copy(update={"message_id": message.message_id})
-                        }
-                    )
-        else:
-            s.phase = "idle"
-
-    @staticmethod
-    def _append(s: SessionState, messages: Sequence[Message]) -> None:
-        for message in messages:
-            s.digest = chain_digest(s.digest, message)
-            s.transcript.append(message)
 
 
 __all__ = ["KEPT_MESSAGE_IDS", "TABLE", "SessionMachine"]

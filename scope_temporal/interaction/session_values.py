@@ -4,7 +4,9 @@ asks for, what a send returns and what a host reads. Only `session.py` changes t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -82,6 +84,9 @@ class StartTurn(_Frozen):
     """Tools approved for the session: the turn's calls of them need no approval."""
     notices: tuple[QueuedMessage, ...] = ()
     """Task notifications kept for this turn: applied before its first model call."""
+    instructions_first: bool = True
+    """Every model call of the turn sends the Definition's instructions first (False: the
+    transcript opens with a system message already, as in sessions from before)."""
 
 
 class SteerTurn(_Frozen):
@@ -142,6 +147,15 @@ class SessionState(_State):
     seen: dict[str, SeenMessage] = {}
     """The latest message ids (bounded): dedup, conflicts, stale ids."""
     failure: str | None = None
+    start_digest: str | None = None
+    """`session_start_digest` of the run context and approved tools the session started
+    with: a message from a handle holding others is refused (None: a session from before
+    the check, which takes any)."""
+    opened_by_send: bool = False
+    """The running turn was opened by a send (not by messages an earlier turn missed)."""
+    unanswered: list[str] = []
+    """Message ids the session took and no turn answered before it ended (they are in
+    the transcript, after the last turn's messages)."""
 
 
 class SessionSnapshot(_Frozen):
@@ -165,6 +179,9 @@ class SessionSnapshot(_Frozen):
     """Tools approved for the session: its turns' calls of them need no approval."""
     ended: str | None = None
     """Why the session ended."""
+    unanswered: tuple[str, ...] = ()
+    """An ended session: message ids it took that no turn answered (a cancelled turn's
+    steers, messages waiting for a next turn); they are in the transcript."""
 
     @classmethod
     def of(cls, s: SessionState) -> SessionSnapshot:
@@ -182,6 +199,7 @@ class SessionSnapshot(_Frozen):
             run_context=s.run_context,
             approved_tools=tuple(s.approved_tools),
             ended=s.ending if s.phase == "ended" else s.failure,
+            unanswered=tuple(s.unanswered),
         )
 
     @property
@@ -219,6 +237,16 @@ class SessionTranscript(_Frozen):
         return self.messages[record.start : end] if record.status != "running" else ()
 
 
+def session_start_digest(
+    run_context: Mapping[str, Any] | None, approved_tools: Sequence[str]
+) -> str:
+    """The digest of what a session's handle starts it with (its run context, without the
+    session id, and its approved tools): a send carries it, the session compares."""
+    payload = {"context": dict(run_context or {}), "approved_tools": sorted(set(approved_tools))}
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def as_messages(message: str | Message | Sequence[Message]) -> tuple[Message, ...]:
     """What a send carries: a string is one user message."""
     if isinstance(message, str):
@@ -244,4 +272,5 @@ __all__ = [
     "TurnRecord",
     "TurnStatus",
     "as_messages",
+    "session_start_digest",
 ]

@@ -162,6 +162,9 @@ class InteractionState(_State):
     holds what follows. Dropped when a reducer (or the host) replaces the context."""
     turn_of: str | None = None
     """A session's turn: the session's workflow id (its Output carries the transcript)."""
+    instructions: str | None = None
+    """A session's turn: the Definition's instructions, sent before the base (never in
+    `context`, so never in the session's transcript). Dropped with the base."""
     usage: TokenUsage = TokenUsage()
     """Tokens of the model calls, and of the delegates that ended."""
     model_attempts: list[ModelAttempt] = []

@@ -58,6 +58,7 @@ def begin(definition: Definition, s: InteractionState) -> ModelEffectRequest | F
         context_reducer=definition.context_reducer,
         applied_signals=tuple(applied),
         base=s.base,
+        instructions=s.instructions,
         incarnation=s.incarnation,
     )
     s.model = PendingModel(request=request, emitted=True)

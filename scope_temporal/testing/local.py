@@ -27,7 +27,7 @@ from scope_temporal.payloads import InteractionInput, SessionInput
 from scope_temporal.registry import Registry
 from scope_temporal.run_context import check_run_context
 from scope_temporal.testing.local_run import LocalRun
-from scope_temporal.testing.local_session import LocalSession
+from scope_temporal.testing.local_session import LocalSession, SharedSession
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import ToolRegistry
 
@@ -68,7 +68,7 @@ class LocalRunner:
         self.observers = ObserverHub(list(observers))
         self.middleware = tuple(middleware)
         self._runs = 0
-        self._sessions: dict[str, LocalSession] = {}
+        self._sessions: dict[str, SharedSession] = {}
 
     def session(
         self,
@@ -79,7 +79,8 @@ class LocalRunner:
         approved_tools: Sequence[str] = (),
         continue_as_new_every: int = 100,
     ) -> LocalSession:
-        """A session of `definition` (the same one again for a known id), as
+        """A handle on a session of `definition` (another handle on the same session for
+        a known id, with its own `context` and `approved_tools`), as
         `ScopeClient.session`: its first `send` starts it.
 
         Raises:
@@ -95,27 +96,25 @@ class LocalRunner:
                 f"No Definition named {definition!r} (known: {self.registry.names})."
             )
         session_id = id or f"{definition}-session-{len(self._sessions) + 1}"
-        known = self._sessions.get(session_id)
-        if known is not None:
-            if known.definition != definition:
-                raise errors.InvalidSignal(
-                    f"Session {session_id!r} runs Definition {known.definition!r}, not "
-                    f"{definition!r}. Use another session id."
-                )
-            return known
         start = SessionInput(
             definition=definition,
             context=checked,
             approved_tools=tuple(approved_tools),
             continue_as_new_every=continue_as_new_every,
         )
-        session = LocalSession(self, session_id, start)
-        self._sessions[session_id] = session
-        return session
+        known = self._sessions.get(session_id)
+        if known is None:
+            known = self._sessions[session_id] = SharedSession(self, session_id, start)
+        elif known.definition != definition:
+            raise errors.InvalidSignal(
+                f"Session {session_id!r} runs Definition {known.definition!r}, not "
+                f"{definition!r}. Use another session id."
+            )
+        return LocalSession(known, start)
 
     async def sessions(self) -> list[SessionSnapshot]:
         """Every session of this runner, oldest first."""
-        return [await s.snapshot() for s in self._sessions.values()]
+        return [s.driver.snapshot() for s in self._sessions.values()]
 
     @property
     def definitions(self) -> dict[str, Definition]:

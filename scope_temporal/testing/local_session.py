@@ -23,9 +23,11 @@ from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.session import SessionMachine
 from scope_temporal.interaction.session_stream import SessionPosition, after_turn
 from scope_temporal.interaction.session_values import (
+    SendReceipt,
     SessionSnapshot,
     SessionTranscript,
     as_messages,
+    session_start_digest,
 )
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import InteractionInput, SessionEndInput, SessionInput, SessionSend
@@ -81,48 +83,74 @@ class _SessionTransport(LocalTransport):
         raise _CarriedSession(input)
 
 
-class LocalSession:
-    """One session run in-process; the same verbs as `SessionHandle`.
+class SharedSession:
+    """One session in-process: its driver, engine and turns, shared by every handle on
+    its id (`LocalRunner.session` called again). The first handle's send starts it, with
+    that handle's run context and approved tools (as update-with-start does)."""
 
-    Made by `LocalRunner.session(...)`; the first `send` starts it.
-    """
-
-    def __init__(
-        self,
-        runner: LocalWorker,
-        session_id: str,
-        start: SessionInput,
-    ) -> None:
+    def __init__(self, runner: LocalWorker, session_id: str, start: SessionInput) -> None:
         self.runner = runner
         self.id = session_id
         self.definition = start.definition
         self.engine = LocalEngine(runner)
-        self._turns: dict[str, asyncio.Task[Output | Failure]] = {}
-        self._input = start
-        machine = SessionMachine.start(
-            session_id, start.definition, start.context, start.approved_tools
-        )
-        self._driver = self._open(machine, self._input)
-        self._run: asyncio.Task[SessionSnapshot] | None = None
-        self._seen = 0  # the latest turn whose end a handle of this session saw
+        self.turns: dict[str, asyncio.Task[Output | Failure]] = {}
+        self.driver = self._open(self._machine(start), start)
+        self.run: asyncio.Task[SessionSnapshot] | None = None
+
+    def _machine(self, start: SessionInput) -> SessionMachine:
+        return SessionMachine.start(self.id, start.definition, start.context, start.approved_tools)
 
     def _open(self, machine: SessionMachine, input: SessionInput) -> SessionDriver:
+        registry = self.runner.registry
         driver = SessionDriver(
             machine,
-            _SessionTransport(self.engine, self._turns),
+            _SessionTransport(self.engine, self.turns),
             input,
-            limit=self.runner.registry.payload_limit,
+            limit=registry.payload_limit,
+            definition=registry.lookup(input.definition),
         )
         self.engine.sessions[self.id] = driver
         return driver
 
+    def starting(self, start: SessionInput) -> None:
+        """A handle sends: the first send starts the session with that handle's input."""
+        if self.run is None:
+            self.driver = self._open(self._machine(start), start)
+            self.run = self.engine.spawn(self._drive())
+
     async def _drive(self) -> SessionSnapshot:
         while True:
             try:
-                return await self._driver.run()
+                return await self.driver.run()
             except _CarriedSession as carried:
                 assert carried.input.state is not None  # the driver always carries it
-                self._driver = self._open(SessionMachine(carried.input.state), carried.input)
+                self.driver = self._open(SessionMachine(carried.input.state), carried.input)
+
+
+class LocalSession:
+    """A handle on one session run in-process; the same verbs as `SessionHandle`.
+
+    Made by `LocalRunner.session(...)`; the first `send` starts the session. Another call
+    with the same id gives another handle on the same session, with its own run context,
+    approved tools and view of which turns ended (a send from a handle holding another
+    context than the session started with is refused, as on Temporal).
+    """
+
+    def __init__(self, shared: SharedSession, start: SessionInput) -> None:
+        self.shared = shared
+        self.runner = shared.runner
+        self.id = shared.id
+        self.definition = start.definition
+        self.engine = shared.engine
+        self._start = start
+        self._digest = session_start_digest(start.context, start.approved_tools)
+        self.last_receipt: SendReceipt | None = None
+        """What the latest `send` did (started a turn, or steered the running one)."""
+        self._seen = 0  # the latest turn whose end this handle saw
+
+    @property
+    def _driver(self) -> SessionDriver:
+        return self.shared.driver
 
     # --- host verbs ------------------------------------------------------------------
 
@@ -130,28 +158,33 @@ class LocalSession:
         self, message: str | Message | Sequence[Message], *, message_id: str | None = None
     ) -> LocalRun:
         """Send one message: it opens a turn, or steers the running one. Returns the
-        handle of the turn that takes it (as `SessionHandle.send`).
+        handle of the turn that takes it (as `SessionHandle.send`); `last_receipt` says
+        how it was taken.
 
         Raises:
-            InvalidSignal, SignalConflict, StaleMessage, SessionEnded: as `SessionHandle.send`.
+            InvalidSignal, SignalConflict, StaleMessage, SessionEnded: as
+            `SessionHandle.send` (nothing changed when any is raised).
         """
         input = SessionSend(
             message_id=message_id or uuid.uuid4().hex,
             messages=as_messages(message),
             definition=self.definition,
             follows=self._seen,
+            start_digest=self._digest,
         )
+        if self.shared.run is None:
+            self.shared.starting(self._start)
         receipt = self._driver.validate_send(input)
         if receipt is None:
-            if self._run is None:
-                self._run = self.engine.spawn(self._drive())
+            self._driver.check_room(input)
             receipt = await self._driver.send(input)
+        self.last_receipt = receipt
         return self.turn(receipt.turn)
 
     def turn(self, number: int) -> LocalRun:
         """The handle of turn `number` (it must have started)."""
         process_id = turn_process_id(self.id, number)
-        task = self._turns.get(process_id)
+        task = self.shared.turns.get(process_id)
         if task is None:
             raise InvalidSignal(f"Session {self.id!r} has no turn {number} yet.")
 
@@ -184,10 +217,10 @@ class LocalSession:
 
             def began() -> bool:  # its Interaction runs, or the turn ended without one
                 record = self._driver.snapshot().turns[turn - 1]
-                return process_id in self._turns or record.status != "running"
+                return process_id in self.shared.turns or record.status != "running"
 
             await self.engine.wait_until(began)
-            if process_id in self._turns:
+            if process_id in self.shared.turns:
                 async for event in self.engine.logs.of(process_id).read(offset):
                     yield event
 
@@ -198,8 +231,8 @@ class LocalSession:
     async def end(self, reason: str = "ended by the host") -> None:
         """End the session (a running turn is cancelled first); returns once it ended."""
         self._driver.end(SessionEndInput(reason=reason))
-        if self._run is not None:
-            await asyncio.wait([self._run])
+        if self.shared.run is not None:
+            await asyncio.wait([self.shared.run])
 
     async def snapshot(self) -> SessionSnapshot:
         """As `SessionHandle.snapshot`: a turn whose end a handle saw shows as ended."""
@@ -222,4 +255,4 @@ class LocalSession:
         return self._driver.snapshot()
 
 
-__all__ = ["LocalSession"]
+__all__ = ["LocalSession", "SharedSession"]

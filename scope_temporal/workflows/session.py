@@ -55,7 +55,11 @@ class SessionWorkflow(CommandsInTask):
                 workflow.info().workflow_id, input.definition, context, input.approved_tools
             )
         self._driver = SessionDriver(
-            machine, SessionTemporalTransport(), input, limit=served.payload_limit
+            machine,
+            SessionTemporalTransport(),
+            input,
+            limit=served.payload_limit,
+            definition=served.lookup(machine.definition),
         )
 
     @workflow.run
@@ -82,7 +86,9 @@ class SessionWorkflow(CommandsInTask):
             if self._refusal is not None:
                 raise errors.refusal(self._refusal.code, self._refusal.message)
             self._check_served()
-            self._driver.validate_send(inputs.decode(raw, SessionSend, "session send"))
+            input = inputs.decode(raw, SessionSend, "session send")
+            if self._driver.validate_send(input) is None:
+                self._driver.check_room(input)  # a validator never runs on replay
         except ScopeError as error:
             raise update_rejection(error) from None
 

@@ -89,13 +89,15 @@ async def test_turns_share_the_transcript_by_reference(temporal_env: WorkflowEnv
         assert "account of ada" in model.requests[2].messages[-1].model_dump_json()
         transcript = await session.transcript()
         assert [t.status for t in transcript.turns] == ["completed"] * 3
-        assert [m.role for m in transcript.messages][:3] == ["system", "user", "assistant"]
-        assert len(transcript.messages) == 9
+        # the instructions open every call (model.requests) and are never in the transcript
+        assert {r.messages[0] for r in model.requests} == {Message.system("Be brief.")}
+        assert [m.role for m in transcript.messages][:2] == ["user", "assistant"]
+        assert len(transcript.messages) == 8
         assert transcript.turn_messages(2)[0].text == "my account please"
         # a turn's history holds its own messages and a reference, never earlier turns
         raw = await turn_input(temporal_env, third.id)
         assert "hello there" not in raw and "Be brief." not in raw
-        assert json.loads(raw)["base"]["count"] == 7
+        assert json.loads(raw)["base"]["count"] == 6
         # the same id and content again: the same turn, nothing changed
         again = await session.send("and now?", message_id="m3")
         assert again.id == third.id and session.last_receipt is not None
@@ -167,7 +169,7 @@ async def test_the_session_continues_as_new_with_its_transcript(
         for n in range(5):
             await (await session.send(f"msg {n}", message_id=f"m{n}")).result()
         snap = await session.snapshot()
-        assert len(snap.turns) == 5 and snap.messages == 11
+        assert len(snap.turns) == 5 and snap.messages == 10
 
         async def runs() -> int:
             listed = temporal_env.client.list_workflows(f"WorkflowId = '{session.id}'")
@@ -276,8 +278,7 @@ async def test_an_unknown_model_call_in_a_turn_is_settled_with_the_expanded_requ
         assert (await third.result()).text == "3"
         assert [len(r.messages) for r in model.requests] == [2, 4, 6]
         transcript = await session.transcript()
-        assert [m.text for m in transcript.messages] == [
-            "Be brief.",
+        assert [m.text for m in transcript.messages] == [  # never the instructions
             "first",
             "one",
             "second",

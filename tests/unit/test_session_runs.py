@@ -77,8 +77,11 @@ async def test_turns_share_the_transcript() -> None:
     out = await (await session.send("and?", message_id="m3")).result(timeout=WAIT)
     assert out.text == "seen 8: hello | restart web | and?"
     assert sent(r) == [2, 4, 6, 8]
-    transcript = await session.transcript()
-    assert len(transcript.messages) == 9 and transcript.messages[0] == Message.system("Be brief.")
+    model = r.models["default"]
+    assert isinstance(model, ScriptedModel)  # every call opens with the instructions
+    assert {req.messages[0] for req in model.requests} == {Message.system("Be brief.")}
+    transcript = await session.transcript()  # which the transcript never holds
+    assert len(transcript.messages) == 8 and transcript.messages[0] == Message.user("hello")
     tool_result = transcript.turn_messages(2)[2]
     assert tool_result.role == "tool" and "for ada" in tool_result.model_dump_json()
 
@@ -140,7 +143,7 @@ async def test_continue_as_new_carries_the_session() -> None:
     for n in range(5):
         await (await session.send(f"msg {n}", message_id=f"m{n}")).result(timeout=WAIT)
     snap = await session.snapshot()
-    assert len(snap.turns) == 5 and snap.messages == 11
+    assert len(snap.turns) == 5 and snap.messages == 10  # no instructions: every call has them
     assert snap.approved_tools == ("restart_service",)
     assert sent(r) == [2, 4, 6, 8, 10]
 
