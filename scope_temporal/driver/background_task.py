@@ -76,6 +76,8 @@ class TaskDriver:
                     continue
                 self._settle(await self._run_attempt(plan))
         except asyncio.CancelledError:
+            if transport.evicted():  # not the task's end: it goes on from its history
+                raise
             if not machine.done and machine.request_cancel("the task's workflow was cancelled"):
                 attempt = self._attempt
                 if attempt is not None:

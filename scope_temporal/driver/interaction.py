@@ -128,13 +128,14 @@ class InteractionDriver:
         """Drive the Interaction to its end: its Output, or why it failed.
 
         Raises:
-            asyncio.CancelledError: it was cancelled (it ends canceled, its children and
-                tasks are cancelled first).
+            asyncio.CancelledError: it was cancelled (children and tasks first), or evicted.
         """
         machine = self.machine
         try:
             await self._drive()
         except asyncio.CancelledError:
+            if self._transport.evicted():  # not the run's end: nothing to clean up
+                raise
             machine.cancel()
             self._transport.publish(self._news.settled())
             self.status.update()

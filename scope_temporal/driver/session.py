@@ -181,6 +181,8 @@ class SessionDriver:
                 started=started,
             )
         except asyncio.CancelledError:  # the session ends: its turn was cancelled
+            if self._transport.evicted():  # or its worker evicts it: nothing ended
+                raise
             ended = Ended("the turn was cancelled: the session ended", errors.CANCELED)
         self._started.add(effect.turn)  # a turn that never started will not start now
         match ended:

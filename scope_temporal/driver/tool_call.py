@@ -99,7 +99,8 @@ class ToolCallDriver:
                     transport.record_outcome(input.request, outcome)
                 self._changed()
         except asyncio.CancelledError:
-            machine.cancel()
+            if not transport.evicted():  # an evicted copy has nothing to clean up
+                machine.cancel()
             raise
         finally:
             telling.cancel()

@@ -107,6 +107,12 @@ class Host(Protocol):
         """The live one-line status (the Temporal UI's current details)."""
         ...
 
+    def evicted(self) -> bool:
+        """Whether the process's cancellation is its worker dropping it from its cache
+        (Temporal: the run goes on from its history, here or elsewhere): then the driver
+        cleans nothing up and lets the cancellation end it (`workflows.eviction`)."""
+        ...
+
     def warn(self, message: str) -> None:
         """Tell the operator (never again on replay)."""
         ...

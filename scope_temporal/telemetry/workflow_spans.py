@@ -26,6 +26,7 @@ from temporalio.worker import ExecuteWorkflowInput, WorkflowInboundInterceptor
 from scope_temporal import names
 from scope_temporal.payloads import InteractionInput, TaskInput
 from scope_temporal.telemetry import conventions as c
+from scope_temporal.workflows.eviction import evicted
 
 
 @functools.cache
@@ -57,8 +58,9 @@ class ProcessSpans(WorkflowInboundInterceptor):
         except workflow.ContinueAsNewError:
             outcome = "continued_as_new"
             raise
-        except asyncio.CancelledError:
-            outcome = "canceled"
+        except asyncio.CancelledError as error:
+            if not evicted(error):  # an evicted run has not ended: no span for it here
+                outcome = "canceled"
             raise
         except Exception as error:
             if workflow.is_failure_exception(error):

@@ -58,7 +58,7 @@ from scope_temporal.payloads import (
 )
 from scope_temporal.registry import Registry
 from scope_temporal.testing.local_events import TreeLogs
-from scope_temporal.testing.local_tasks import LocalTasks
+from scope_temporal.testing.local_tasks import LocalTasks, NeverEvicted
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.outcome import AttemptOutcome
 from scope_temporal.tools.registry import ToolRegistry
@@ -255,7 +255,7 @@ class LocalEngine:
                 process.reject(payload.signal_id, "steer", process.steer_refusal())
 
 
-class LocalTransport:
+class LocalTransport(NeverEvicted):
     """The drivers' transport in-process (see `driver.transport`)."""
 
     def __init__(self, engine: LocalEngine) -> None:

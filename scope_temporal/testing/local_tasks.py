@@ -78,7 +78,14 @@ class _Attempt:
         return report
 
 
-class _TaskTransport:
+class NeverEvicted:
+    """An in-process transport: no worker caches its runs, so none is ever evicted."""
+
+    def evicted(self) -> bool:
+        return False
+
+
+class _TaskTransport(NeverEvicted):
     """A background task's transport in-process (see `driver.transport.TaskTransport`)."""
 
     def __init__(self, tasks: LocalTasks, host: Host) -> None:
@@ -208,4 +215,4 @@ class LocalTasks:
                 task.cancel("the run was cancelled")
 
 
-__all__ = ["LocalTasks"]
+__all__ = ["LocalTasks", "NeverEvicted"]

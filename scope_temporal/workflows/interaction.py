@@ -7,6 +7,7 @@ raw payload, and hands everything else to the driver with `TemporalTransport`.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta  # deterministic: a value type, no clock
 from typing import Any
 
@@ -34,6 +35,7 @@ from scope_temporal.payloads import (
 )
 from scope_temporal.workflows import inputs, serving
 from scope_temporal.workflows.events import SentEvents, TreeStream
+from scope_temporal.workflows.eviction import evicted
 from scope_temporal.workflows.outcomes import failure_error, update_rejection
 from scope_temporal.workflows.task_commands import (
     CommandsInTask,
@@ -95,8 +97,11 @@ class InteractionWorkflow(CommandsInTask):
             raise await self._failed(changed)
         try:
             result = await driver.run()
-        finally:  # completed, failed or cancelled: its last events go out first
-            await self._transport.close_events()
+        except (Exception, asyncio.CancelledError) as error:
+            if not evicted(error):  # failed or cancelled: its last events go out first
+                await self._transport.close_events()
+            raise
+        await self._transport.close_events()  # completed: likewise
         if isinstance(result, Failure):
             raise failure_error(result)
         return result

@@ -70,6 +70,7 @@ from scope_temporal.tools.outcome import (
 from scope_temporal.workflows import serving
 from scope_temporal.workflows.ended import child_end, describe_activity_error, lost
 from scope_temporal.workflows.events import NoEvents, Outlet, TreeStream
+from scope_temporal.workflows.eviction import being_evicted
 from scope_temporal.workflows.task_commands import command_issued
 
 R = TypeVar("R")
@@ -105,6 +106,9 @@ class TemporalTransport:
 
     def show(self, details: str) -> None:
         workflow.set_current_details(details)
+
+    def evicted(self) -> bool:
+        return being_evicted()
 
     def warn(self, message: str) -> None:
         workflow.logger.warning(message)

@@ -57,12 +57,18 @@ class WorkerProcess:
         ledger: Path,
         mode: ToolCallWorkflows,
         kill_point: str = "",
+        *,
+        model_seconds: float = 0.0,
     ) -> None:
+        """`model_seconds`: each model call of this worker takes that long between its
+        `model_start` and its answer (a worker that holds calls when it is killed)."""
         args = [sys.executable, "-m", "tests.faults.worker", address, task_queue, str(ledger)]
         args += [mode, *([kill_point] if kill_point else [])]
+        env = {**os.environ, scenario.MODEL_SECONDS_VAR: str(model_seconds)}
         self.proc = subprocess.Popen(
             args,
             cwd=ROOT,
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -73,6 +73,8 @@ from scope_temporal import (
 LEDGER = [Path("/dev/null")]
 """Set by the worker process (and the host) to this run's ledger file."""
 KILL_AT = [""]
+MODEL_SECONDS_VAR = "SCOPE_FAULTS_MODEL_SECONDS"
+"""How long each model call of a worker process takes (see `host.WorkerProcess`)."""
 """The kill point armed in this process ("" = none)."""
 SECRET = "sk-scope-test-SECRET-7f3a9c"
 """A fake API key every scenario worker holds; no history may ever contain it."""
@@ -456,6 +458,7 @@ class LedgerModel:
         tag = model_tag(process_id, request.model_call_seq)
         append({"ev": "model_start", "effect": effect, "pid": os.getpid()})
         maybe_kill("model.before", tag, effect)
+        await asyncio.sleep(float(os.environ.get(MODEL_SECONDS_VAR) or 0))
         response = plan(request.messages)
         append(
             {

@@ -36,7 +36,11 @@ async def run_fleet(
     MODE_BY_QUEUE[queue] = mode
     ledger = tmp_path / "ledger.jsonl"
     address = address_of(env)
-    workers = [WorkerProcess(address, queue, ledger, mode) for _ in range(4)]
+    # the worker to lose takes its time over each model call: it holds calls when killed
+    workers = [
+        WorkerProcess(address, queue, ledger, mode, model_seconds=1.0 if n == 0 and kill else 0)
+        for n in range(4)
+    ]
     fleet, spare = workers[:3], workers[3]
     with cleanup(workers):
         for worker in workers:
@@ -60,16 +64,22 @@ async def run_fleet(
             done.append(handle.id)
             return (await handle.result()).text
 
-        async def lose_a_worker() -> None:
+        async def lose_a_worker() -> set[str]:
             while len(done) < count // 3:
                 await asyncio.sleep(0.2)
+            held: set[str] = set()
+            for _ in range(300):  # until it is inside a model call (it takes 1 s each)
+                held = model_calls_held(ledger, fleet[0].proc.pid)
+                if held:
+                    break
+                await asyncio.sleep(0.1)
             fleet[0].kill()
             spare.go()
+            return held
 
         killer = asyncio.create_task(lose_a_worker()) if kill else None
         outputs = await asyncio.gather(*(host(i) for i in range(count)))
-        if killer is not None:
-            await killer
+        held = await killer if killer is not None else set()
         elapsed = time.monotonic() - started
     assert outputs == [scenario.EXPECTED_OUTPUT] * count
     audits = audit_by_root(ledger)
@@ -81,8 +91,25 @@ async def run_fleet(
     figures.FIGURES["losses"] += sum(len(a.lost) for a in audits.values())
     assert duplicates == {}
     assert lost == {}
+    if kill:
+        # the lost worker held calls when it was killed, and the host was told so
+        assert held, "the killed worker held no model call"
+        told = {e: d for log in logs for e, d in log.diagnostics.items() if e in held}
+        assert told, f"none of the calls it held ({sorted(held)}) became unknown"
+        assert all("worker was probably lost" in d for d in told.values()), told
     settled = sum(len(log.settled) for log in logs)
     print(f"{count} on 3 workers ({mode}, kill={kill}): {elapsed:.1f}s, {settled} settled")
+
+
+def model_calls_held(ledger: Path, pid: int) -> set[str]:
+    """The model calls the worker `pid` began and has not answered (per the ledger)."""
+    entries = scenario.read_ledger(ledger)
+    answered = {e["effect"] for e in entries if e["ev"] == "model_answer"}
+    return {
+        e["effect"]
+        for e in entries
+        if e["ev"] == "model_start" and e.get("pid") == pid and e["effect"] not in answered
+    }
 
 
 @pytest.mark.parametrize("mode", ["always", "on_demand"])

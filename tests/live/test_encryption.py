@@ -1,10 +1,12 @@
 """Payload encryption survives: the client's codec and failure converter are kept.
 
 A worker and a client whose data converter carries a real AES-GCM codec run an Interaction
-with a tool input wait, an unknown settled by the host, a delegate and a background task.
-Then every history of the tree is read raw from the server, without the codec: none of the
-prompt, arguments, answers, results, diagnostics or replies is in it in plaintext, while
-the same histories decoded with the codec do hold each of them (the scan's control).
+with a tool input wait, an unknown settled by the host, a delegate that fails (its
+workflow's failure event quotes the provider's refusal) and a background task. Then every
+history of the tree is read raw from the server, without the codec: none of the prompt,
+arguments, answers, results, diagnostics, failure messages or replies is in it in
+plaintext, while the same histories decoded with the codec do hold each of them (the
+scan's control).
 The CLI works against the run when told where the app's converter is.
 """
 
@@ -29,6 +31,7 @@ from scope_temporal import (
     Delegate,
     HostFailure,
     LocalFileMaterializer,
+    ModelRejected,
     ModelRequest,
     Response,
     RunHandle,
@@ -66,7 +69,7 @@ SECRETS = {
         "archive-progress",
         "archive-result",
         "delegate-task",
-        "delegate-reply",
+        "delegate-failure",
         "final-reply",
     )
 }
@@ -201,7 +204,8 @@ async def test_an_encryption_codec_on_client_and_worker_keeps_every_payload_encr
     CONVERTER_BY_QUEUE[task_queue] = codec_app.data_converter
     models = {
         "default": ScriptedModel(root_model),
-        "helper": ScriptedModel([reply.text(SECRETS["delegate-reply"])]),
+        # the delegate fails: its failure event carries the provider's message
+        "helper": ScriptedModel([ModelRejected(SECRETS["delegate-failure"], status=400)]),
     }
     worker = ScopeWorker(
         client,
@@ -254,17 +258,23 @@ async def test_an_encryption_codec_on_client_and_worker_keeps_every_payload_encr
     assert "" in kinds and "/delegate/1/3" in kinds  # root and delegate
     assert any(k.startswith("/tool/") for k in kinds)  # ToolCall children
     assert any(k.startswith("/task/") for k in kinds)  # the background task
+    # the delegate's failure is in its history, its message encoded with the payloads
+    [failed] = [
+        event.workflow_execution_failed_event_attributes.failure
+        for key, history in histories.items()
+        if "/delegate/" in key
+        for event in history.events
+        if event.HasField("workflow_execution_failed_event_attributes")
+    ]
+    assert (
+        failed.HasField("encoded_attributes") and SECRETS["delegate-failure"] not in failed.message
+    )
     raw = b"".join(raw_bytes(h) for h in histories.values())
     decoded = b"".join([await decoded_bytes(h) for h in histories.values()])
     leaked = [name for name, secret in SECRETS.items() if secret.encode() in raw]
     assert leaked == [], f"in plaintext in the server's history: {leaked}"
-    # the control: each of them is in the histories, encrypted (the diagnostic travels in
-    # the failure's encoded attributes, outside any payload field the scan decodes)
-    missing = [
-        name
-        for name, secret in SECRETS.items()
-        if name != "diagnostic" and secret.encode() not in decoded
-    ]
+    # the control: each of them is in the histories, encrypted
+    missing = [name for name, secret in SECRETS.items() if secret.encode() not in decoded]
     assert missing == []
     # every history replays with the codec
     for history in histories.values():

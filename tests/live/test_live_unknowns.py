@@ -72,14 +72,25 @@ async def test_c9_live_model_activity_timeout_is_unknown(
         await asyncio.sleep(30)
         raise AssertionError("unreachable")
 
+    model = ScriptedModel(hang)
     definition = Definition("hang", model_timeout=timedelta(seconds=1))
-    async with serving(
-        temporal_env, [definition], models={"default": ScriptedModel(hang)}
-    ) as scope:
+    async with serving(temporal_env, [definition], models={"default": model}) as scope:
         handle = await scope.start("hang", "go")
         snap = await eventually(handle.snapshot, has_unknown)
-        assert "START_TO_CLOSE" in snap.unknown_effects[0].diagnostic
-        await handle.cancel()
+        [unknown] = snap.unknown_effects
+        assert unknown.kind == "model" and "START_TO_CLOSE" in unknown.diagnostic
+        # the model was called once: Temporal did not retry the activity, and the
+        # Interaction did not re-send the call (an unknown is the host's, by default)
+        assert len(model.requests) == 1
+        # past another timeout and any retry wait, it is still that one unknown, waiting
+        await asyncio.sleep(2.5)
+        snap = await handle.snapshot()
+        assert [u.effect_id for u in snap.unknown_effects] == [unknown.effect_id]
+        assert snap.status == "waiting" and len(model.requests) == 1
+        await handle.resolve(unknown, settle_model_result(unknown.request, reply.text("late")))
+        out = await handle.result()
+    assert out.text == "late" and out.model_calls == 1
+    assert len(model.requests) == 1
 
 
 async def test_c10_live_resolving_a_model_unknown_continues_without_calling_the_model(

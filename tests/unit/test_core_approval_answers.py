@@ -200,6 +200,9 @@ class _Shown:
     async def flush_events(self) -> None:
         pass
 
+    def evicted(self) -> bool:
+        return False
+
     def record_settlement(self, settlement: Any) -> None:  # pragma: no cover
         pass
 

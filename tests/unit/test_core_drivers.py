@@ -142,6 +142,9 @@ class _BrokenTransport:
     async def flush_events(self) -> None:
         pass
 
+    def evicted(self) -> bool:
+        return False
+
     async def run_tool(
         self, input: Any, *, start_to_close: Any, summary: str, task_queue: Any = None
     ) -> Any:
