@@ -5,8 +5,9 @@ Fields can be added compatibly; every payload is JSON (pydantic data converter).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.contrib.workflow_streams import WorkflowStreamState
@@ -22,6 +23,7 @@ from scope_temporal.interaction.task_values import AttemptPlan, TaskState, Yield
 from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.tools.outcome import InputRequired, ProgressSummary, TaskLaunch, Unknown
+from scope_temporal.wire import Derivation, Derived
 
 
 class _Payload(BaseModel):
@@ -103,8 +105,19 @@ class InteractionInput(_Payload):
     before its first model call (ignored when `state` is given)."""
 
 
-class ToolCallInput(_Payload):
-    """Start one `scope.ToolCall` child."""
+def _caller(d: Mapping[str, Any]) -> Any:
+    request = d["request"]
+    return request.parent_id if isinstance(request, ToolEffectRequest) else request["parent_id"]
+
+
+class ToolCallInput(_Payload, Derived):
+    """Start one `scope.ToolCall` child.
+
+    On the wire (`scope_temporal.wire`), `events_to` and `report_to` are written `true`
+    when they name the calling Interaction (`request.parent_id`).
+    """
+
+    WIRE_MARKED: ClassVar[dict[str, Derivation]] = {"events_to": _caller, "report_to": _caller}
 
     request: ToolEffectRequest
     start_to_close: timedelta

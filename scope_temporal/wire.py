@@ -12,8 +12,10 @@ The rules, for scope-temporal's own models only (a user's model keeps pydantic's
     default, so the decoded value is equal to the one sent.
  2. A tag (a field typed as one `Literal` value, e.g. `kind`) is always written: unions
     are told apart by it.
- 3. A model may name fields it derives from its other fields (`WIRE_DERIVED`): a field
-    equal to what its rule derives is left out, and put back by that rule on reading.
+ 3. A model may name fields it derives from its other fields: a field equal to what its
+    rule derives is left out (`WIRE_DERIVED`), or written as `true` where leaving it out
+    already means something else in older payloads (`WIRE_MARKED`); reading puts the
+    derived value back.
  4. Reading accepts the long form too, so every history written before stays readable,
     and a payload written by this form is read by no older worker: roll workers forward
     (docs/deploy.md).
@@ -39,21 +41,26 @@ Derivation = Callable[[Mapping[str, Any]], Any]
 
 class Derived(BaseModel):
     """A model with fields derived from its others (rule 3): `WIRE_DERIVED` maps a field
-    to its rule; a payload that leaves such a field out gets it from the rule."""
+    to its rule, for fields a payload leaves out when derived; `WIRE_MARKED` likewise, for
+    fields a payload writes as `true` when derived."""
 
     WIRE_DERIVED: ClassVar[dict[str, Derivation]] = {}
+    WIRE_MARKED: ClassVar[dict[str, Derivation]] = {}
 
     @model_validator(mode="before")
     @classmethod
     def _derive(cls, data: Any) -> Any:
-        if isinstance(data, dict) and cls.WIRE_DERIVED:
-            missing = [name for name in cls.WIRE_DERIVED if name not in data]
-            if missing:
-                data = dict(data)
-                for name in missing:
-                    # what a rule needs may be missing too: validation then says so
-                    with contextlib.suppress(KeyError, TypeError, ValueError):
-                        data[name] = cls.WIRE_DERIVED[name](data)
+        if not isinstance(data, dict):
+            return data
+        todo = [n for n in cls.WIRE_DERIVED if n not in data]
+        todo += [n for n in cls.WIRE_MARKED if data.get(n) is True]
+        if todo:
+            data = dict(data)
+            for name in todo:
+                rule = cls.WIRE_DERIVED.get(name) or cls.WIRE_MARKED[name]
+                # what a rule needs may be missing too: validation then says so
+                with contextlib.suppress(KeyError, TypeError, ValueError):
+                    data[name] = rule(data)
         return data
 
 
@@ -74,9 +81,11 @@ def _restore(value: Any, dumped: Any) -> None:
         for name in plan.nested:
             if name in dumped:
                 _restore(getattr(value, name), dumped[name])
-        derived = getattr(type(value), "WIRE_DERIVED", None)
-        if derived:
-            for name, rule in derived.items():
+        if isinstance(value, Derived):
+            for name, rule in value.WIRE_MARKED.items():
+                if name in dumped and dumped[name] == rule(dumped):
+                    dumped[name] = True
+            for name, rule in value.WIRE_DERIVED.items():
                 if name in dumped and dumped[name] == rule(dumped):
                     del dumped[name]
     elif isinstance(value, list | tuple) and isinstance(dumped, list):

@@ -166,3 +166,16 @@ def test_a_users_model_keeps_pydantics_form() -> None:
 
     payload = ScopePayloadConverter().to_payloads([Mine()])[0]
     assert json.loads(payload.data) == {"a": 1, "b": None}
+
+
+def test_routes_naming_the_caller_are_marked_and_come_back() -> None:
+    value = ToolCallInput(
+        request=_request(), start_to_close=timedelta(seconds=5), events_to="p", report_to="p"
+    )
+    short = compact(value)
+    assert short["events_to"] is True and short["report_to"] is True
+    assert ToolCallInput.model_validate(short) == value
+    elsewhere = value.model_copy(update={"events_to": "root", "report_to": None})
+    short = compact(elsewhere)
+    assert short["events_to"] == "root" and "report_to" not in short
+    assert ToolCallInput.model_validate(short) == elsewhere
