@@ -14,6 +14,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import BaseRef, ContextRef
+from scope_temporal.ids import model_effect_id
 from scope_temporal.interaction.approvals import ApprovalGate
 from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
@@ -145,8 +146,11 @@ class ToolCallInput(_Payload, Derived):
     """The session of the Interaction's turn (a task the call starts notifies it)."""
 
 
-class ModelActivityInput(_Payload):
+class ModelActivityInput(_Payload, Derived):
     """`scope.model`: the retained request, minus what the worker can get without history.
+
+    On the wire (`scope_temporal.wire`) `effect_id` is left out when it is the model
+    call's first EffectID, and `events_to` is written `true` when it names the caller.
 
     The worker rebuilds the exact `ModelEffectRequest`: the messages are `prefix` (from its
     cache, or the workflow's `scope.context` query, checked against the digest) followed
@@ -155,6 +159,11 @@ class ModelActivityInput(_Payload):
     counts from the start of the whole context, base included, and the base's messages
     come from the session's `scope.context`. See `scope_temporal.context_refs`.
     """
+
+    WIRE_DERIVED: ClassVar[dict[str, Derivation]] = {
+        "effect_id": lambda d: model_effect_id(d["process_id"], d["model_call_seq"])
+    }
+    WIRE_MARKED: ClassVar[dict[str, Derivation]] = {"events_to": lambda d: d["process_id"]}
 
     definition: str
     digest: str

@@ -19,7 +19,8 @@ from pydantic import BaseModel
 from temporalio.api.common.v1 import Payload
 
 from scope_temporal.activities.model_call import ModelResult
-from scope_temporal.chat import Message, ToolCall
+from scope_temporal.chat import Message, Options, ToolCall
+from scope_temporal.context_refs import ContextRef
 from scope_temporal.converter import ScopePayloadConverter
 from scope_temporal.interaction.effects import CallSettled, ToolEffectRequest
 from scope_temporal.interaction.session_values import SessionSnapshot
@@ -179,3 +180,24 @@ def test_routes_naming_the_caller_are_marked_and_come_back() -> None:
     short = compact(elsewhere)
     assert short["events_to"] == "root" and "report_to" not in short
     assert ToolCallInput.model_validate(short) == elsewhere
+
+
+def test_a_model_calls_first_effect_id_and_own_stream_are_derived() -> None:
+    value = ModelActivityInput(
+        definition="d",
+        digest="0" * 64,
+        process_id="p",
+        effect_id="p/model/2",
+        model_call_seq=2,
+        model="default",
+        options=Options(),
+        prefix=ContextRef(count=0, digest=""),
+        new_messages=(Message.user("hi"),),
+        events_to="p",
+    )
+    short = compact(value)
+    assert "effect_id" not in short and short["events_to"] is True
+    assert ModelActivityInput.model_validate(short) == value
+    retry = value.model_copy(update={"effect_id": "p/model/2/retry/1", "attempt": 2})
+    assert compact(retry)["effect_id"] == "p/model/2/retry/1"
+    assert ModelActivityInput.model_validate(compact(retry)) == retry
