@@ -37,6 +37,9 @@ Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
   events and bytes of one run, wall time, store size (bench/limits.py).
 - overload: 100 W runs at once on one worker beside a CPU hog: completed, unknowns, wall
   time, latency p50/p99 (bench/limits.py, bench/overload.py).
+- ledger: the cost ledger of W in the four variants (bytes by event type and payload
+  field, workflow tasks, billable actions, CPU) and 40 W runs at once in each
+  (bench/ledger.py).
 - task_progress: a background task publishing 10,000 progress events over 30 s, with a
   history bound of 200 events: runs (continue-as-new), the most events and bytes of one
   run, history events per progress report; checkpoint and count carried over exactly
@@ -75,7 +78,7 @@ from temporalio.worker import Worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package
 
-from bench import baselines, events, limits, task_progress, workload
+from bench import baselines, events, ledger, limits, task_progress, workload
 from bench import sessions as session_bench
 from scope_temporal import (
     Definition,
@@ -497,6 +500,7 @@ ALL = (
     "long_state",
     "overload",
     "task_progress",
+    "ledger",
 )
 
 
@@ -535,6 +539,10 @@ async def main(quick: bool, only: tuple[str, ...], idle: int | None = None) -> N
         if "task_progress" in only:
             await task_progress.task_progress(
                 env, events=10_000, seconds=10 if quick else 30, bound=200, figure=figure
+            )
+        if "ledger" in only:
+            await ledger.ledger(
+                env, at_once=10 if quick else 40, figure=figure, server_cpu=server_cpu_seconds
             )
     finally:
         await env.shutdown()

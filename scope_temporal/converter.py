@@ -11,9 +11,16 @@ tool arguments and results into the server's history in plaintext.
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeGuard
 
+from pydantic import BaseModel
+from pydantic_core import to_json
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
-from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.contrib.pydantic import (
+    PydanticJSONPlainPayloadConverter,
+    PydanticPayloadConverter,
+)
 from temporalio.converter import (
     DataConverter,
     DefaultPayloadConverter,
@@ -22,9 +29,37 @@ from temporalio.converter import (
 )
 
 from scope_temporal.errors import ConfigurationError
+from scope_temporal.wire import compact
 
 DEFAULT_OFFLOAD_THRESHOLD_BYTES = 256 * 1024
 """Payloads over this size go to external storage when a `storage=` driver is given."""
+
+
+def _ours(value: object) -> TypeGuard[BaseModel]:
+    return isinstance(value, BaseModel) and type(value).__module__.startswith("scope_temporal.")
+
+
+class _CompactJSON(PydanticJSONPlainPayloadConverter):
+    """Pydantic's JSON payloads, scope-temporal's own models in the compact form."""
+
+    def to_payload(self, value: object) -> Payload | None:
+        if not _ours(value):
+            return super().to_payload(value)
+        return Payload(metadata={"encoding": self.encoding.encode()}, data=to_json(compact(value)))
+
+
+class ScopePayloadConverter(PydanticPayloadConverter):
+    """Temporal's pydantic payload converter, writing scope-temporal's own payloads in
+    the compact form (module docstring); it reads both forms."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._set_converters(
+            *(
+                _CompactJSON() if isinstance(c, PydanticJSONPlainPayloadConverter) else c
+                for c in self.converters.values()
+            )
+        )
 
 
 def scope_data_converter(
@@ -48,8 +83,8 @@ def scope_data_converter(
     """
     base = base or DataConverter.default
     converter_class = base.payload_converter_class
-    if converter_class is DefaultPayloadConverter:
-        converter_class = PydanticPayloadConverter
+    if converter_class in (DefaultPayloadConverter, PydanticPayloadConverter):
+        converter_class = ScopePayloadConverter
     elif not issubclass(converter_class, PydanticPayloadConverter):
         raise ConfigurationError(
             f"The client's payload converter {converter_class.__qualname__} cannot encode "
@@ -91,6 +126,7 @@ def is_decode_failure(error: BaseException) -> bool:
 
 __all__ = [
     "DEFAULT_OFFLOAD_THRESHOLD_BYTES",
+    "ScopePayloadConverter",
     "is_decode_failure",
     "scope_data_converter",
     "with_scope_converter",

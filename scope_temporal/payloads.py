@@ -5,8 +5,9 @@ Fields can be added compatibly; every payload is JSON (pydantic data converter).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.contrib.workflow_streams import WorkflowStreamState
@@ -14,6 +15,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options
 from scope_temporal.context_refs import BaseRef, ContextRef
+from scope_temporal.ids import model_effect_id
 from scope_temporal.interaction.approvals import ApprovalGate
 from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
@@ -23,6 +25,7 @@ from scope_temporal.interaction.task_values import AttemptPlan, TaskState, Yield
 from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.tools.outcome import InputRequired, ProgressSummary, TaskLaunch, Unknown
+from scope_temporal.wire import Derivation, Derived
 
 
 class _Payload(BaseModel):
@@ -109,8 +112,19 @@ class InteractionInput(_Payload):
     False, the base holds them; None (not a turn, or an older session's): `initial_state`."""
 
 
-class ToolCallInput(_Payload):
-    """Start one `scope.ToolCall` child."""
+def _caller(d: Mapping[str, Any]) -> Any:
+    request = d["request"]
+    return request.parent_id if isinstance(request, ToolEffectRequest) else request["parent_id"]
+
+
+class ToolCallInput(_Payload, Derived):
+    """Start one `scope.ToolCall` child.
+
+    On the wire (`scope_temporal.wire`), `events_to` and `report_to` are written `true`
+    when they name the calling Interaction (`request.parent_id`).
+    """
+
+    WIRE_MARKED: ClassVar[dict[str, Derivation]] = {"events_to": _caller, "report_to": _caller}
 
     request: ToolEffectRequest
     start_to_close: timedelta
@@ -140,8 +154,11 @@ class ToolCallInput(_Payload):
     """The session of the Interaction's turn (a task the call starts notifies it)."""
 
 
-class ModelActivityInput(_Payload):
+class ModelActivityInput(_Payload, Derived):
     """`scope.model`: the retained request, minus what the worker can get without history.
+
+    On the wire (`scope_temporal.wire`) `effect_id` is left out when it is the model
+    call's first EffectID, and `events_to` is written `true` when it names the caller.
 
     The worker rebuilds the exact `ModelEffectRequest`: the messages are `prefix` (from its
     cache, or the workflow's `scope.context` query, checked against the digest) followed
@@ -150,6 +167,11 @@ class ModelActivityInput(_Payload):
     counts from the start of the whole context, base included, and the base's messages
     come from the session's `scope.context`. See `scope_temporal.context_refs`.
     """
+
+    WIRE_DERIVED: ClassVar[dict[str, Derivation]] = {
+        "effect_id": lambda d: model_effect_id(d["process_id"], d["model_call_seq"])
+    }
+    WIRE_MARKED: ClassVar[dict[str, Derivation]] = {"events_to": lambda d: d["process_id"]}
 
     definition: str
     digest: str

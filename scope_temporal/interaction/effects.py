@@ -7,11 +7,13 @@ and settle it from exactly what was asked (`settle_model_result`, `settle_tool_r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from scope_temporal import ids
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, Response, ToolCall
 from scope_temporal.context_refs import BaseRef
@@ -21,6 +23,7 @@ from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.tools.budget import ToolBudget
 from scope_temporal.tools.outcome import Failed, Rejected, Succeeded
+from scope_temporal.wire import Derivation, Derived
 
 
 class _Frozen(BaseModel):
@@ -71,8 +74,23 @@ class ModelEffectRequest(_Frozen):
     """The Interaction's run that asked (`Attribution.incarnation`)."""
 
 
-class ToolEffectRequest(_Frozen):
-    """Exactly what one tool call asked for."""
+def _position(d: Mapping[str, Any]) -> tuple[str, int, int]:
+    return d["parent_id"], d["model_call_seq"], d["call_index"]
+
+
+class ToolEffectRequest(_Frozen, Derived):
+    """Exactly what one tool call asked for.
+
+    On the wire (`scope_temporal.wire`) `process_id`, `effect_id` and `ref` are left out
+    when they are what the call's position derives (its ToolCall child's id, the call's
+    EffectID and ToolCallRef); a payload without them gets them back when read.
+    """
+
+    WIRE_DERIVED: ClassVar[dict[str, Derivation]] = {
+        "process_id": lambda d: ids.tool_call_process_id(*_position(d)),
+        "effect_id": lambda d: ids.call_effect_id(*_position(d)),
+        "ref": lambda d: ids.tool_call_ref(*_position(d)),
+    }
 
     kind: Literal["tool"] = "tool"
     definition: str

@@ -99,12 +99,12 @@ async def test_tool_children_and_delegates_hold_only_what_is_granted(
         # the grant the delegate's tool call carried: the narrowed one
         history = await scope.client.get_workflow_handle(f"{delegate}/tool/1/0").fetch_history()
         start = history.events[0].workflow_execution_started_event_attributes
-        granted = json.loads(start.input.payloads[0].data)["request"]["granted"]
+        granted = ToolCallInput.model_validate_json(start.input.payloads[0].data).request.granted
     assert "'wipe' is not authorized" in out.text and "'exec'" in out.text
     # the root's wipe, and the delegate's (reported inside the delegate's reply)
     assert out.text.count("'wipe' is not authorized") == 2
     assert "peeked a" in out.text
-    assert granted == ["read"]
+    assert granted == ("read",)
     assert not [k for k in RAN if k.startswith(f"wipe:{root}")]  # no body ran
 
 
@@ -125,9 +125,7 @@ async def test_a_forged_tool_call_start_runs_nothing(temporal_env: WorkflowEnvir
         await asyncio.wait_for(handle.result(), 30)
         history = await scope.client.get_workflow_handle(f"{handle.id}/tool/1/0").fetch_history()
         start = history.events[0].workflow_execution_started_event_attributes
-        genuine = ToolEffectRequest.model_validate(
-            json.loads(start.input.payloads[0].data)["request"]
-        )
+        genuine = ToolCallInput.model_validate_json(start.input.payloads[0].data).request
         wipe_call = genuine.call.model_copy(update={"name": "wipe", "arguments": '{"disk": "sda"}'})
         forgeries = {
             "wider grant": _forged(genuine, call=wipe_call, granted=("exec", "read", "write")),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -20,6 +19,7 @@ from scope_temporal import Definition, LocalFileMaterializer, ScopeClient, Scope
 from scope_temporal.definition import ToolCallWorkflows
 from scope_temporal.models.protocol import Model
 from scope_temporal.names import TOOL_ACTIVITY
+from scope_temporal.payloads import ToolActivityInput
 from scope_temporal.registry import Registry
 
 T = TypeVar("T")
@@ -154,8 +154,8 @@ async def tool_attempts(client: Client, process_id: str) -> int:
             attributes = event.activity_task_scheduled_event_attributes
             if attributes.activity_type.name != TOOL_ACTIVITY:
                 continue
-            payload = json.loads(attributes.input.payloads[0].data)
-            if payload["attempt"]["request"]["process_id"] == process_id:
+            payload = ToolActivityInput.model_validate_json(attributes.input.payloads[0].data)
+            if payload.attempt.request.process_id == process_id:
                 count += 1
     return count
 

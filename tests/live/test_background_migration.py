@@ -13,20 +13,19 @@ attempt runs.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import uuid
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import ScopeClient, TaskSnapshot
+from scope_temporal.payloads import TaskInput
 from scope_temporal.testing.replay import replay_history
 from tests.live import migrate_worker
 from tests.live.harness import CHECKED_BY_THEIR_TEST
@@ -45,8 +44,8 @@ async def launched_recoverable(client: Client, interaction_id: str) -> bool:
     """Whether the task's launch (its workflow's input) recorded it as recoverable."""
     history = await client.get_workflow_handle(f"{interaction_id}/task/1/0").fetch_history()
     started = history.events[0].workflow_execution_started_event_attributes
-    launched: Any = json.loads(started.input.payloads[0].data)
-    return bool(launched["launch"]["settings"]["recoverable"])
+    launched = TaskInput.model_validate_json(started.input.payloads[0].data)
+    return launched.launch.settings.recoverable
 
 
 async def replays(client: Client, interaction_id: str, version: str) -> None:

@@ -17,6 +17,7 @@ from scope_temporal.activities import temporal as activity_module
 from scope_temporal.activities.model_input import ModelRequestBuilder
 from scope_temporal.chat import Message
 from scope_temporal.names import MODEL_ACTIVITY
+from scope_temporal.payloads import ModelActivityInput
 from tests.live.harness import serving
 
 ROUNDS = 8
@@ -43,7 +44,8 @@ async def model_inputs(env: WorkflowEnvironment, workflow_id: str) -> list[dict[
             continue
         attributes = event.activity_task_scheduled_event_attributes
         if attributes.activity_type.name == MODEL_ACTIVITY:
-            found.append(json.loads(attributes.input.payloads[0].data))
+            data = attributes.input.payloads[0].data
+            found.append(ModelActivityInput.model_validate_json(data).model_dump(mode="json"))
     return found
 
 

@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "context_refs",
             "code_digest",
             "run_context",
+            "wire",
         ),
     ),
     (

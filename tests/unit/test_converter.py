@@ -6,7 +6,7 @@ import pytest
 from temporalio.converter import DataConverter, DefaultPayloadConverter
 
 from scope_temporal import ConfigurationError
-from scope_temporal.converter import scope_data_converter
+from scope_temporal.converter import ScopePayloadConverter, scope_data_converter
 from tests.live import codec_app
 
 
@@ -23,5 +23,5 @@ def test_the_scope_converter_keeps_codec_and_failure_converter() -> None:
     layered = scope_data_converter(base)
     assert layered.payload_codec is base.payload_codec
     assert layered.failure_converter_class is base.failure_converter_class
-    assert layered.payload_converter_class.__name__ == "PydanticPayloadConverter"
+    assert layered.payload_converter_class is ScopePayloadConverter
     assert scope_data_converter(layered) is layered

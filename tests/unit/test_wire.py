@@ -1,0 +1,203 @@
+"""The compact wire form (`scope_temporal.wire`): smaller payloads, the same values.
+
+Every payload of every checked-in history (written in the long form, by earlier
+versions) is read, written again in the compact form and read back: the value must be
+equal, and the compact bytes never more. That is the rule that keeps old histories and
+new payloads interchangeable.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from temporalio.api.common.v1 import Payload
+
+from scope_temporal.activities.model_call import ModelResult
+from scope_temporal.chat import Message, Options, ToolCall
+from scope_temporal.context_refs import ContextRef
+from scope_temporal.converter import ScopePayloadConverter
+from scope_temporal.interaction.effects import CallSettled, ToolEffectRequest
+from scope_temporal.interaction.session_values import SessionSnapshot
+from scope_temporal.outputs import Output
+from scope_temporal.payloads import (
+    InteractionInput,
+    ModelActivityInput,
+    SessionInput,
+    TaskInput,
+    ToolActivityInput,
+    ToolCallInput,
+)
+from scope_temporal.tools.outcome import AttemptOutcome
+from scope_temporal.wire import compact
+
+HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+
+STARTED = {
+    "scope.Interaction": InteractionInput,
+    "scope.ToolCall": ToolCallInput,
+    "scope.Session": SessionInput,
+    "scope.BackgroundTask": TaskInput,
+}
+RESULTS = {
+    "scope.Interaction": Output,
+    "scope.ToolCall": CallSettled,
+    "scope.Session": SessionSnapshot,
+}
+ACTIVITY_INPUTS = {"scope.model": ModelActivityInput, "scope.tool": ToolActivityInput}
+ACTIVITY_RESULTS: dict[str, Any] = {"scope.model": ModelResult, "scope.tool": AttemptOutcome}
+
+
+def _typed_payloads(path: Path) -> list[tuple[Any, dict[str, Any]]]:
+    """(type, payload JSON) of every payload in the history whose type we know."""
+    events = json.loads(path.read_text())["events"]
+    own_type = ""
+    activity_types: dict[str, str] = {}
+    found: list[tuple[Any, dict[str, Any]]] = []
+    for event in events:
+        kind = event["eventType"]
+        if kind == "EVENT_TYPE_WORKFLOW_EXECUTION_STARTED":
+            a = event["workflowExecutionStartedEventAttributes"]
+            own_type = a["workflowType"]["name"]
+            hint, payloads = STARTED.get(own_type), a.get("input", {}).get("payloads", [])
+        elif kind == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW":
+            a = event["workflowExecutionContinuedAsNewEventAttributes"]
+            hint, payloads = STARTED.get(own_type), a.get("input", {}).get("payloads", [])
+        elif kind == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED":
+            a = event["workflowExecutionCompletedEventAttributes"]
+            hint, payloads = RESULTS.get(own_type), a.get("result", {}).get("payloads", [])
+        elif kind == "EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED":
+            a = event["startChildWorkflowExecutionInitiatedEventAttributes"]
+            hint = STARTED.get(a["workflowType"]["name"])
+            payloads = a.get("input", {}).get("payloads", [])
+        elif kind == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED":
+            a = event["activityTaskScheduledEventAttributes"]
+            activity_types[str(event["eventId"])] = a["activityType"]["name"]
+            hint = ACTIVITY_INPUTS.get(a["activityType"]["name"])
+            payloads = a.get("input", {}).get("payloads", [])
+        elif kind == "EVENT_TYPE_ACTIVITY_TASK_COMPLETED":
+            a = event["activityTaskCompletedEventAttributes"]
+            name = activity_types.get(str(a["scheduledEventId"]), "")
+            hint, payloads = ACTIVITY_RESULTS.get(name), a.get("result", {}).get("payloads", [])
+        else:
+            continue
+        if hint is not None and payloads:
+            found.append((hint, payloads[0]))
+    return found
+
+
+def _payload(raw: dict[str, Any]) -> Payload:
+    metadata = {k: base64.b64decode(v) for k, v in raw.get("metadata", {}).items()}
+    return Payload(metadata=metadata, data=base64.b64decode(raw.get("data", "")))
+
+
+CASES = [
+    pytest.param(hint, raw, id=f"{path.stem}-{i}")
+    for path in sorted(HISTORIES.rglob("*.json"))
+    for i, (hint, raw) in enumerate(_typed_payloads(path))
+]
+
+
+def test_the_checked_in_histories_hold_payloads_of_every_kind() -> None:
+    kinds = {hint for param in CASES for hint in [param.values[0]]}
+    assert {InteractionInput, ToolCallInput, ModelActivityInput, ToolActivityInput} <= kinds
+    assert len(CASES) > 100
+
+
+@pytest.mark.parametrize(("hint", "raw"), CASES)
+def test_every_recorded_payload_reads_back_equal_from_its_compact_form(
+    hint: Any, raw: dict[str, Any]
+) -> None:
+    converter = ScopePayloadConverter()
+    long_form = _payload(raw)
+    value = converter.from_payloads([long_form], [hint])[0]
+    short_form = converter.to_payloads([value])[0]
+    assert converter.from_payloads([short_form], [hint])[0] == value
+    assert len(short_form.data) <= len(long_form.data)
+
+
+def _request(**changes: Any) -> ToolEffectRequest:
+    values: dict[str, Any] = {
+        "definition": "d",
+        "digest": "0" * 64,
+        "process_id": "p/tool/3/1",
+        "parent_id": "p",
+        "effect_id": "p/call/3/1",
+        "ref": "p/3/1",
+        "model_call_seq": 3,
+        "call_index": 1,
+        "call": ToolCall(id="c1", name="lookup", arguments='{"n": 1}'),
+        "granted": ("read",),
+    }
+    return ToolEffectRequest(**{**values, **changes})
+
+
+def test_identities_a_call_position_derives_are_left_out_and_come_back() -> None:
+    request = _request()
+    short = compact(request)
+    assert not {"process_id", "effect_id", "ref"} & set(short)
+    assert short["kind"] == "tool"  # a tag is always written
+    assert ToolEffectRequest.model_validate(short) == request
+
+
+def test_identities_that_differ_from_the_derived_ones_are_kept() -> None:
+    submitted = _request(process_id="p", effect_id="p/call/submit/k", ref="p#submit/k")
+    short = compact(submitted)
+    assert short["process_id"] == "p" and short["ref"] == "p#submit/k"
+    assert ToolEffectRequest.model_validate(short) == submitted
+
+
+def test_defaults_are_left_out_but_tags_stay() -> None:
+    value = ToolCallInput(request=_request(), start_to_close=timedelta(seconds=5))
+    short = compact(value)
+    assert "paused" not in short and "first_outcome" not in short and "approval" not in short
+    text = compact(Message.user("hi"))
+    assert text == {"role": "user", "parts": [{"kind": "text", "text": "hi"}]}
+
+
+def test_a_users_model_keeps_pydantics_form() -> None:
+    class Mine(BaseModel):
+        a: int = 1
+        b: str | None = None
+
+    payload = ScopePayloadConverter().to_payloads([Mine()])[0]
+    assert json.loads(payload.data) == {"a": 1, "b": None}
+
+
+def test_routes_naming_the_caller_are_marked_and_come_back() -> None:
+    value = ToolCallInput(
+        request=_request(), start_to_close=timedelta(seconds=5), events_to="p", report_to="p"
+    )
+    short = compact(value)
+    assert short["events_to"] is True and short["report_to"] is True
+    assert ToolCallInput.model_validate(short) == value
+    elsewhere = value.model_copy(update={"events_to": "root", "report_to": None})
+    short = compact(elsewhere)
+    assert short["events_to"] == "root" and "report_to" not in short
+    assert ToolCallInput.model_validate(short) == elsewhere
+
+
+def test_a_model_calls_first_effect_id_and_own_stream_are_derived() -> None:
+    value = ModelActivityInput(
+        definition="d",
+        digest="0" * 64,
+        process_id="p",
+        effect_id="p/model/2",
+        model_call_seq=2,
+        model="default",
+        options=Options(),
+        prefix=ContextRef(count=0, digest=""),
+        new_messages=(Message.user("hi"),),
+        events_to="p",
+    )
+    short = compact(value)
+    assert "effect_id" not in short and short["events_to"] is True
+    assert ModelActivityInput.model_validate(short) == value
+    retry = value.model_copy(update={"effect_id": "p/model/2/retry/1", "attempt": 2})
+    assert compact(retry)["effect_id"] == "p/model/2/retry/1"
+    assert ModelActivityInput.model_validate(compact(retry)) == retry
