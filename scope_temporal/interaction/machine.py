@@ -68,8 +68,19 @@ from scope_temporal.interaction.transitions import Machine, Table, same
 from scope_temporal.outputs import Failure
 from scope_temporal.tools import rejections
 
-Event = Literal["next_effects", "model_settled", "retry_due", "resolve", "call_settled", "steer",
-                "pause", "resume", "cancel", "fail", "record"]  # fmt: skip
+Event = Literal[
+    "next_effects",
+    "model_settled",
+    "retry_due",
+    "resolve",
+    "call_settled",
+    "steer",
+    "pause",
+    "resume",
+    "cancel",
+    "fail",
+    "record",
+]
 
 _ANY = (*LIVE_PHASES, *TERMINAL_PHASES)
 _ADMITTED: frozenset[Phase] = frozenset({"need_model", "round", "completed", "failed"})
