@@ -8,6 +8,9 @@ they must never change. A new option changes no digest while it is left at its d
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import inspect
 from datetime import timedelta
 
 import pytest
@@ -17,6 +20,7 @@ from scope_temporal import (
     CompletionCandidate,
     CompletionDecision,
     Definition,
+    DefinitionError,
     Delegate,
     ModelRetry,
     Options,
@@ -102,3 +106,44 @@ PINNED = {
 def test_the_digests_of_existing_definitions_never_change(build: object) -> None:
     assert callable(build)
     assert build().digest == PINNED[build]
+
+
+def test_replace_builds_a_validated_variant_with_the_digest_of_the_same_declaration() -> None:
+    original = classic()
+    variant = original.replace(max_model_calls=9, fallback_models=["backup"])
+    assert variant.max_model_calls == 9 and variant.fallback_models == ("backup",)
+    assert original.max_model_calls == 7 and original.digest == PINNED[classic]
+    spelled_out = Definition(
+        **{f.name: getattr(original, f.name) for f in dataclasses.fields(original) if f.init}
+        | {"max_model_calls": 9, "fallback_models": ["backup"]}
+    )
+    assert variant.digest == spelled_out.digest != original.digest
+    assert original.replace().digest == original.digest  # nothing changed: the same digest
+    with pytest.raises(DefinitionError, match="max_model_calls"):
+        original.replace(max_model_calls=0)
+
+
+def test_only_the_name_is_positional() -> None:
+    assert Definition("named").name == "named"
+    with pytest.raises(TypeError):
+        Definition("named", "a description")  # type: ignore[misc]
+
+
+def test_every_option_of_a_definition_carries_its_docstring() -> None:
+    tree = ast.parse(inspect.getsource(Definition))
+    body = tree.body[0]
+    assert isinstance(body, ast.ClassDef)
+    undocumented = [
+        node.target.id
+        for node, after in zip(body.body, [*body.body[1:], None], strict=True)
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+        if node.target.id != "_"
+        if not (
+            isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        )
+    ]
+    assert undocumented == []
+    options = {f.name for f in dataclasses.fields(Definition)}
+    assert len(options) > 20
