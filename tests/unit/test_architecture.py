@@ -272,6 +272,21 @@ def test_no_import_circles() -> None:
     assert list(_circles(graph())) == []
 
 
+AROUND = ("bench", "workflows", "activities", "tools")
+"""The repository's Python outside the SDK: the benchmarks, the reference app, the scripts."""
+
+
+def test_no_import_circles_around_the_sdk_either() -> None:
+    root = PACKAGE.parent
+    known = {
+        ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): path
+        for folder in AROUND
+        for path in sorted((root / folder).rglob("*.py"))
+    }
+    assert "bench.run" in known and "bench.limits" in known
+    assert list(_circles({name: imports(name, known) for name in known})) == []
+
+
 def test_the_circle_finder_finds_circles() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert list(_circles(edges)) == [["a", "b", "c"]]
@@ -328,9 +343,7 @@ def code_lines(source: str) -> int:
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type in _NOT_CODE:
             continue
-        code.update(
-            line for line in range(token.start[0], token.end[0] + 1) if line not in prose
-        )
+        code.update(line for line in range(token.start[0], token.end[0] + 1) if line not in prose)
     return len(code)
 
 
