@@ -45,7 +45,7 @@ suite runs in both). `always` (the default, the design's mapping): every call is
 in the UI. `on_demand` (opt-in, for throughput): a call first runs as a `scope.tool`
 activity of the Interaction and becomes a `scope.ToolCall` child workflow only when it
 needs a life of its own (an input wait, an unknown outcome); it costs the server about a
-quarter of the work per call (see the README's Performance section)."""
+quarter of the work per call (see docs/performance.md)."""
 
 In = TypeVar("In")
 Out = TypeVar("Out")
