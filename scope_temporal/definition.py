@@ -220,7 +220,8 @@ class Definition(Frozen):
     The Definition is validated once, when built, and holds only frozen specs, schemas and
     pure functions (`completion_validator` runs in workflow code, on every replay: it must
     be pure). Its `digest` covers its whole declaration (`declaration()`): the workflow
-    records it and checks it on replay.
+    records it and checks it on replay. A new Definition is bounded: `max_model_calls`
+    defaults to 20 (`max_model_calls=None` is unlimited; see the field).
 
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like

@@ -217,7 +217,9 @@ class BackgroundToolOptions(SharedOptions, total=False):
     turn) when they end or start waiting for input (default True)."""
 
 
-_SETTINGS = ("foreground_timeout", "heartbeat_timeout", "task_timeout")
+_TIMEOUTS = ("foreground_timeout", "heartbeat_timeout", "task_timeout")
+"""The options of a `BackgroundSpec` given in seconds or as a timedelta (the rest of it the
+tool's layers decide); one left out takes the spec's default."""
 
 
 def background_tool(**options: Unpack[BackgroundToolOptions]) -> Callable[[Any], BackgroundTool]:
@@ -267,7 +269,7 @@ def background_tool(**options: Unpack[BackgroundToolOptions]) -> Callable[[Any],
         if RUN_IN_BACKGROUND in properties:
             raise DefinitionError(f"tool {tool_name!r}: {RUN_IN_BACKGROUND!r} is reserved")
         properties[RUN_IN_BACKGROUND] = _RUN_IN_BACKGROUND_SCHEMA
-        timeouts = {key: options[key] for key in _SETTINGS if key in options}  # type: ignore[literal-required]
+        timeouts: dict[str, Any] = {k: v for k, v in options.items() if k in _TIMEOUTS}
         if "foreground_timeout" in timeouts:
             timeouts["foreground_timeout"] = _positive(timeouts["foreground_timeout"])
         try:
