@@ -80,10 +80,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a pac
 
 from bench import baselines, events, ledger, limits, task_progress, workload
 from bench import sessions as session_bench
+from bench.workload import rounds_plan
 from scope_temporal import (
     Definition,
-    ModelRequest,
-    Response,
     ScopeClient,
     ScopeWorker,
     ScriptedModel,
@@ -347,18 +346,6 @@ KILOBYTE = "k" * 1000
 def kilobyte(n: int) -> str:
     """Return about 1 KB."""
     return f"{n}:{KILOBYTE}"
-
-
-def rounds_plan(tool_name: str, rounds: int) -> Callable[[ModelRequest], Response]:
-    """A scripted model calling `tool_name` once per round for `rounds` rounds."""
-
-    def plan(request: ModelRequest) -> Response:
-        done = sum(1 for m in request.messages if m.role == "tool")
-        if done < rounds:
-            return reply.tool_calls((tool_name, {"n": done}))
-        return reply.text(f"{done} rounds")
-
-    return plan
 
 
 def bytes_per_round(events: list[tuple[int, int, str]]) -> list[int]:

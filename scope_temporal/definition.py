@@ -5,16 +5,21 @@ validator); never a tool body or a model client. It is validated when built, so 
 declaration fails at import time of the user's module, not mid-run, and it carries a
 digest of its configuration that the workflow records and checks on replay. Definitions,
 ToolSets and Delegates are immutable, down to the schemas they hold (`frozen.py`), so
-the digest can never go stale.
+the digest can never go stale. Each option of a Definition is declared once, as a field
+with its docstring; the declaration and the digest are built from the fields by one rule.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
+
+from pydantic import BaseModel
 
 from scope_temporal.approval import ApprovalPolicy, callable_name
 from scope_temporal.chat import Options
@@ -40,7 +45,10 @@ suite runs in both). `always` (the default, the design's mapping): every call is
 in the UI. `on_demand` (opt-in, for throughput): a call first runs as a `scope.tool`
 activity of the Interaction and becomes a `scope.ToolCall` child workflow only when it
 needs a life of its own (an input wait, an unknown outcome); it costs the server about a
-quarter of the work per call (see the README's Performance section)."""
+quarter of the work per call (see docs/performance.md)."""
+
+In = TypeVar("In")
+Out = TypeVar("Out")
 
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 """How soon a lost worker is noticed by default (model and tool calls)."""
@@ -136,41 +144,84 @@ def _frozen_options(options: Options) -> Options:
     return options.model_copy(update={k: freeze_json(v) for k, v in extra.items()})
 
 
+class _Given(Generic[In, Out]):
+    """A dataclass field given as `In` and kept as `Out` (e.g. tools given as a list, kept
+    as a `ToolSet`): type checkers read the constructor's parameter from `__set__` and the
+    attribute from `__get__`. The owner's `__post_init__` turns the given value into the
+    kept one; the default is what the class attribute reads."""
+
+    def __init__(self, default: In) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> In: ...
+    @overload
+    def __get__(self, instance: object, owner: type) -> Out: ...
+    def __get__(self, instance: object | None, owner: type) -> In | Out:
+        if instance is None:
+            return self.default
+        return cast(Out, instance.__dict__[self.name])
+
+    def __set__(self, instance: object, value: In) -> None:
+        instance.__dict__[self.name] = value
+
+
+_TIMEOUTS = ("model_timeout", "model_heartbeat_timeout", "tool_timeout", "tool_heartbeat_timeout")
+_FIRST_DECLARATION = frozenset(
+    {
+        "name",
+        "description",
+        "instructions",
+        "model",
+        "tools",
+        "delegates",
+        "max_model_calls",
+        "max_concurrent_tool_calls",
+        "completion_validator",
+        "capabilities",
+        "context_reducer",
+        "options",
+        "output_schema",
+        "tool_call_workflows",
+        *_TIMEOUTS,
+    }
+)
+"""The options of the first Definition: always declared (the digests of Interactions
+that ran then must not change), the timeouts as one list, the tools by set. Every option
+added since is declared only when it differs from its default, so a new option changes no
+existing digest."""
+
+
+def _declared(value: Any) -> Any:
+    """The canonical JSON form of an option's value, the one rule for every option."""
+    if hasattr(value, "declaration"):  # Delegate, ApprovalPolicy, ModelRetry, ToolBudget, ...
+        return value.declaration()
+    if isinstance(value, BaseModel):  # Options
+        return value.model_dump(mode="json")
+    if isinstance(value, frozenset):
+        return sorted(value)
+    if isinstance(value, tuple):
+        return [_declared(item) for item in value]
+    if isinstance(value, timedelta):
+        return str(value)
+    if callable(value):  # a pure function run in workflow code: its name and its code
+        return {"name": callable_name(value), "code": code_fingerprint(value)}
+    return value
+
+
+@dataclass(eq=False, repr=False)
 class Definition(Frozen):
-    """The immutable description of an Interaction. See API.md for every argument.
+    """The immutable description of an Interaction; every option is documented on its
+    field below. Build a variant with `replace(**changes)`.
 
-    `max_model_calls` bounds the model calls of one Interaction: `max_model_calls=None`
-    is unlimited (the Scope design's zero value), `0` is refused. The default is 20, not
-    unlimited: on Temporal a runaway loop is not only cost but history and workers kept
-    busy until someone notices, so a new Definition is bounded unless it says otherwise
-    (docs/differences.md).
-
-    `completion_validator` runs in workflow code, on every replay: it must be pure (a
-    deterministic function of the candidate: no clock, randomness, I/O or global state)
-    and a plain function returning a `CompletionDecision` (accept, or reject with
-    feedback for the model). One that raises, is async or returns anything else fails
-    the Interaction as a host failure (`interaction.host.failed`) naming it.
-
-    Timeouts bound how long an outcome may stay unproven before it becomes an unknown
-    Effect (never retried): `model_timeout` / `tool_timeout` (a tool's own `timeout`
-    wins) limit one call; `model_heartbeat_timeout` / `tool_heartbeat_timeout` (default
-    10 s; the activities heartbeat while the call runs) are how soon a lost worker is
-    noticed: about that long plus a second after it died. None turns heartbeats off, and
-    a lost worker is then noticed only at the call's timeout. Every timeout is part of
-    the digest, and so is the completion validator's code (its source text, default
-    values and closure: `code_digest.code_fingerprint`), not only its name.
-
-    `approval` (an `ApprovalPolicy`, e.g. `ApprovalPolicy.deny_writes()`) makes calls of
-    the tools it covers wait for an approval before their body runs; its approver hook
-    runs in workflow code like the completion validator, and is digested the same way.
-    Model calls that provably did not run are retried by `model_retry`, then on each of
-    `fallback_models`; `max_total_tokens` bounds the tree's tokens (docs/models.md).
-
-    `tool_budget` (a `ToolBudget`) is allocated to each ordinary Tool child: a call
-    asking for input beyond it settles as a model-visible `tool.budget.exhausted` failure.
-    `max_response_bytes` bounds each model response and tool outcome of this Definition's
-    calls below the worker's payload limit: one over it is an unknown Effect held with its
-    request for the host (`interaction.payload.too_large`), as over the payload limit.
+    The Definition is validated once, when built, and holds only frozen specs, schemas and
+    pure functions (`completion_validator` runs in workflow code, on every replay: it must
+    be pure). Its `digest` covers its whole declaration (`declaration()`): the workflow
+    records it and checks it on replay. A new Definition is bounded: `max_model_calls`
+    defaults to 20 (`max_model_calls=None` is unlimited; see the field).
 
     Raises:
         DefinitionError: `max_model_calls=0`, a negative concurrency, a delegate named like
@@ -181,117 +232,140 @@ class Definition(Frozen):
             `max_response_bytes` below 1 (a worker refuses one over its payload limit).
     """
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        description: str = "",
-        instructions: str | None = None,
-        model: str = "default",
-        tools: ToolSet | Sequence[ToolSpec | _HasSpec] | None = None,
-        delegates: Sequence[Delegate] = (),
-        max_model_calls: int | None = 20,
-        max_concurrent_tool_calls: int = 1,
-        completion_validator: CompletionValidator | None = None,
-        capabilities: Iterable[str] = ("read", "write", "exec"),
-        context_reducer: str | None = None,
-        options: Options | None = None,
-        output_schema: dict[str, Any] | None = None,
-        model_timeout: timedelta = timedelta(minutes=5),
-        model_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
-        tool_timeout: timedelta = timedelta(minutes=10),
-        tool_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT,
-        tool_call_workflows: ToolCallWorkflows = "always",
-        approval: ApprovalPolicy | None = None,
-        model_retry: retry.ModelRetry = retry.DEFAULT_MODEL_RETRY,
-        fallback_models: Sequence[str] = (),
-        max_total_tokens: int | None = None,
-        tool_budget: ToolBudget | None = None,
-        max_response_bytes: int | None = None,
-    ) -> None:
+    name: str
+    """The Definition's name (non-empty, without `/`): workers serve it by this name."""
+    _: KW_ONLY
+    description: str = ""
+    """What the Definition is for (shown to people, and to a model delegating to it)."""
+    instructions: str | None = None
+    """The system instructions of every model call."""
+    model: str = "default"
+    """The model every call goes to, by the name a worker registered it under."""
+    tools: _Given[ToolSet | Sequence[ToolSpec | _HasSpec] | None, ToolSet] = _Given(None)
+    """The tools the model may call: a `ToolSet`, or a list of tools (kept as a set named
+    `<name>-tools`). A set binding a background tool also binds the task tools
+    (`task_status`, `task_output`, `task_cancel`)."""
+    delegates: _Given[Sequence[Delegate], tuple[Delegate, ...]] = _Given(())
+    """Other Definitions the model may hand a task to, each as a child Interaction."""
+    max_model_calls: int | None = 20
+    """The model calls one Interaction may make: `None` is unlimited (the Scope design's
+    zero value), `0` is refused. The default is 20, not unlimited: on Temporal a runaway
+    loop is not only cost but history and workers kept busy until someone notices, so a
+    new Definition is bounded unless it says otherwise (docs/differences.md)."""
+    max_concurrent_tool_calls: int = 1
+    """How many tool calls of one round run at once (0 behaves as 1)."""
+    completion_validator: CompletionValidator | None = None
+    """Judges every completion candidate. It runs in workflow code, on every replay: it
+    must be pure (a deterministic function of the candidate: no clock, randomness, I/O or
+    global state) and a plain function returning a `CompletionDecision` (accept, or reject
+    with feedback for the model). One that raises, is async or returns anything else fails
+    the Interaction as a host failure (`interaction.host.failed`) naming it. Its code (its
+    source text, default values and closure: `code_digest.code_fingerprint`), not only its
+    name, is part of the digest."""
+    capabilities: _Given[Iterable[str], frozenset[str]] = _Given(("read", "write", "exec"))
+    """What the Interaction's tools may do: `read`, `write`, `exec`; a tool needing more is
+    refused, and a delegate may only narrow them."""
+    context_reducer: str | None = None
+    """The name of the reducer that shrinks the context before a model call."""
+    options: _Given[Options | None, Options] = _Given(None)
+    """The model call options (temperature, provider-specific fields, ...), frozen."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON schema the final output must match (the Definition keeps a frozen copy)."""
+    model_timeout: timedelta = timedelta(minutes=5)
+    """How long one model call's outcome may stay unproven before it becomes an unknown
+    Effect (never retried)."""
+    model_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT
+    """How soon a lost worker is noticed during a model call: about that long plus a second
+    after it died (the activity heartbeats while the call runs). None turns heartbeats off,
+    and a lost worker is then noticed only at `model_timeout`."""
+    tool_timeout: timedelta = timedelta(minutes=10)
+    """As `model_timeout`, for one tool call (a tool's own `timeout` wins)."""
+    tool_heartbeat_timeout: timedelta | None = DEFAULT_HEARTBEAT_TIMEOUT
+    """As `model_heartbeat_timeout`, for a tool call."""
+    tool_call_workflows: ToolCallWorkflows = "always"
+    """How tool calls map onto Temporal (`ToolCallWorkflows`): `always` or `on_demand`."""
+    approval: ApprovalPolicy | None = None
+    """Which calls wait for an approval before their body runs (an `ApprovalPolicy`, e.g.
+    `ApprovalPolicy.deny_writes()`); its approver hook runs in workflow code like the
+    completion validator, and is digested the same way."""
+    model_retry: retry.ModelRetry = retry.DEFAULT_MODEL_RETRY
+    """How model calls that provably did not run are retried (docs/models.md)."""
+    fallback_models: _Given[Sequence[str], tuple[str, ...]] = _Given(())
+    """The models tried in turn once `model`'s retries are exhausted."""
+    max_total_tokens: int | None = None
+    """A bound on the tokens of the whole tree of Interactions; None: no bound."""
+    tool_budget: ToolBudget | None = None
+    """Allocated to each ordinary Tool child: a call asking for input beyond it settles as
+    a model-visible `tool.budget.exhausted` failure."""
+    max_response_bytes: int | None = None
+    """Bounds each model response and tool outcome of this Definition's calls below the
+    worker's payload limit: one over it is an unknown Effect held with its request for the
+    host (`interaction.payload.too_large`), as over the payload limit. None: the worker's
+    payload limit."""
+    digest: str = field(init=False)
+    """The sha256 of `declaration()`: recorded by each Interaction, checked on replay."""
+
+    def __post_init__(self) -> None:
+        name = self.name
         if not name or "/" in name:
             raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")
-        retry.check_model_options(name, model, model_retry, fallback_models, max_total_tokens)
-        if max_model_calls is not None and max_model_calls < 1:
+        retry.check_model_options(
+            name, self.model, self.model_retry, self.fallback_models, self.max_total_tokens
+        )
+        if self.max_model_calls is not None and self.max_model_calls < 1:
             raise DefinitionError(
-                f"Definition {name!r}: max_model_calls={max_model_calls} would never call the "
-                "model; use a positive number, or None for unlimited."
+                f"Definition {name!r}: max_model_calls={self.max_model_calls} would never call "
+                "the model; use a positive number, or None for unlimited."
             )
-        if max_response_bytes is not None and (
-            isinstance(max_response_bytes, bool)
-            or not isinstance(max_response_bytes, int)
-            or max_response_bytes < 1
+        limit = self.max_response_bytes
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
             raise DefinitionError(
-                f"Definition {name!r}: max_response_bytes={max_response_bytes!r} must be a "
+                f"Definition {name!r}: max_response_bytes={limit!r} must be a "
                 "positive number of bytes, or None for the worker's payload limit."
             )
-        if tool_call_workflows not in ("always", "on_demand"):
+        if self.tool_call_workflows not in ("always", "on_demand"):
             raise DefinitionError(
                 f"Definition {name!r}: tool_call_workflows must be 'always' or 'on_demand', "
-                f"not {tool_call_workflows!r}."
+                f"not {self.tool_call_workflows!r}."
             )
-        if max_concurrent_tool_calls < 0:
+        if self.max_concurrent_tool_calls < 0:
             raise DefinitionError(
                 f"Definition {name!r}: max_concurrent_tool_calls must be >= 0 (0 behaves as 1)."
             )
-        toolset = tools if isinstance(tools, ToolSet) else ToolSet(f"{name}-tools", tools or ())
+        given: Any = self.__dict__["tools"]
+        toolset = given if isinstance(given, ToolSet) else ToolSet(f"{name}-tools", given or ())
         toolset = _with_task_tools(name, toolset)
         for spec in toolset.tools + toolset.deferred:
             if not is_provider_tool_name(spec.name):
                 raise DefinitionError(f"Definition {name!r}: invalid tool name {spec.name!r}.")
             _check_schema(f"Definition {name!r}, tool {spec.name!r}", spec.parameters)
+        delegates = tuple(self.delegates)
         for delegate in delegates:
             _check_schema(f"Definition {name!r}, delegate {delegate.name!r}", delegate.input_schema)
-        if output_schema is not None:
-            _check_schema(f"Definition {name!r}, output_schema", output_schema)
-        self.capabilities = capabilities_of(capabilities, name)
-        delegate_names: set[str] = set()
-        for delegate in delegates:
-            if delegate.name in delegate_names:
-                raise DefinitionError(
-                    f"Definition {name!r}: two delegates are named {delegate.name!r}."
-                )
-            if toolset.get(delegate.name) is not None:
-                raise DefinitionError(
-                    f"Definition {name!r}: delegate {delegate.name!r} collides with a tool name."
-                )
-            if delegate.capabilities is not None and not delegate.capabilities <= self.capabilities:
-                extra = sorted(delegate.capabilities - self.capabilities)
-                raise DefinitionError(
-                    f"Definition {name!r}: delegate {delegate.name!r} would hold {extra}, "
-                    "which this Definition is not granted. A delegate may only narrow."
-                )
-            delegate_names.add(delegate.name)
-        if approval is not None:
-            approval.check_bound(name, toolset.names)
-        self.name = name
-        self.description = description
-        self.instructions = instructions
-        self.model = model
+        if self.output_schema is not None:
+            _check_schema(f"Definition {name!r}, output_schema", self.output_schema)
+        capabilities = capabilities_of(self.capabilities, name)
+        _check_delegates(name, delegates, toolset, capabilities)
+        if self.approval is not None:
+            self.approval.check_bound(name, toolset.names)
         self.tools = toolset
-        self.delegates: tuple[Delegate, ...] = tuple(delegates)
-        self.max_model_calls = max_model_calls
-        self.max_concurrent_tool_calls = max(1, max_concurrent_tool_calls)
-        self.completion_validator = completion_validator
-        self.context_reducer = context_reducer
-        self.options = _frozen_options(options or Options())
-        self.output_schema: dict[str, Any] | None = freeze_json(output_schema)
-        self.model_timeout = model_timeout
-        self.model_heartbeat_timeout = model_heartbeat_timeout
-        self.tool_timeout = tool_timeout
-        self.tool_heartbeat_timeout = tool_heartbeat_timeout
-        self.tool_call_workflows: ToolCallWorkflows = tool_call_workflows
-        self.approval = approval
-        self.model_retry = model_retry
-        self.fallback_models: tuple[str, ...] = tuple(fallback_models)
-        self.max_total_tokens = max_total_tokens
-        self.tool_budget = tool_budget
-        self.max_response_bytes = max_response_bytes
+        self.delegates = delegates
+        self.capabilities = capabilities
+        self.max_concurrent_tool_calls = max(1, self.max_concurrent_tool_calls)
+        self.options = _frozen_options(self.__dict__["options"] or Options())
+        self.output_schema = freeze_json(self.output_schema)
+        self.fallback_models = tuple(self.fallback_models)
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
         self._freeze()
+
+    def replace(self, **changes: Any) -> Definition:
+        """A new Definition: this one with `changes` (any options), validated and digested
+        anew. A list of tools given to the original is kept as its set (`<name>-tools`)."""
+        return dataclasses.replace(self, **changes)
 
     @property
     def binds_background_tools(self) -> bool:
@@ -310,49 +384,47 @@ class Definition(Frozen):
         return (self.model, *self.fallback_models)
 
     def declaration(self) -> dict[str, Any]:
-        """The canonical configuration the digest covers (changes iff the declaration does)."""
-        validator = self.completion_validator
+        """The canonical configuration the digest covers (changes iff the declaration does):
+        every option by one rule (`_declared`), an option added after the first Definition
+        only when it differs from its default (`_FIRST_DECLARATION`)."""
+        toolset = self.tools
         declared: dict[str, Any] = {
-            "name": self.name,
-            "description": self.description,
-            "instructions": self.instructions,
-            "model": self.model,
-            "toolset": self.tools.name,
-            "tools": [s.declaration() for s in self.tools.tools],
-            "deferred": [s.declaration() for s in self.tools.deferred],
-            "delegates": [d.declaration() for d in self.delegates],
-            "max_model_calls": self.max_model_calls,
-            "max_concurrent_tool_calls": self.max_concurrent_tool_calls,
-            "capabilities": sorted(self.capabilities),
-            "context_reducer": self.context_reducer,
-            "options": self.options.model_dump(mode="json"),
-            "output_schema": self.output_schema,
-            "completion_validator": (
-                None
-                if validator is None
-                else {"name": callable_name(validator), "code": code_fingerprint(validator)}
-            ),
-            "tool_call_workflows": self.tool_call_workflows,
-            "timeouts": [
-                str(t)
-                for t in (
-                    self.model_timeout,
-                    self.model_heartbeat_timeout,
-                    self.tool_timeout,
-                    self.tool_heartbeat_timeout,
-                )
-            ],
+            "toolset": toolset.name,
+            "tools": _declared(toolset.tools),
+            "deferred": _declared(toolset.deferred),
+            "timeouts": [str(getattr(self, name)) for name in _TIMEOUTS],
         }
-        if self.approval is not None:  # only when set: other digests stay what they were
-            declared["approval"] = self.approval.declaration()
-        declared |= retry.model_options_declaration(
-            self.model_retry, self.fallback_models, self.max_total_tokens
-        )
-        if self.tool_budget is not None:  # likewise
-            declared["tool_budget"] = self.tool_budget.declaration()
-        if self.max_response_bytes is not None:  # likewise
-            declared["max_response_bytes"] = self.max_response_bytes
+        for option in dataclasses.fields(self):
+            if option.name in ("tools", "digest", *_TIMEOUTS):
+                continue
+            value = getattr(self, option.name)
+            if option.name in _FIRST_DECLARATION or value != option.default:
+                declared[option.name] = _declared(value)
         return declared
 
     def __repr__(self) -> str:
         return f"Definition({self.name!r}, digest={self.digest[:12]})"
+
+
+def _check_delegates(
+    name: str, delegates: Sequence[Delegate], toolset: ToolSet, capabilities: frozenset[str]
+) -> None:
+    """Raise DefinitionError for two delegates with one name, one named like a tool, or one
+    granted more than the Definition holds."""
+    delegate_names: set[str] = set()
+    for delegate in delegates:
+        if delegate.name in delegate_names:
+            raise DefinitionError(
+                f"Definition {name!r}: two delegates are named {delegate.name!r}."
+            )
+        if toolset.get(delegate.name) is not None:
+            raise DefinitionError(
+                f"Definition {name!r}: delegate {delegate.name!r} collides with a tool name."
+            )
+        if delegate.capabilities is not None and not delegate.capabilities <= capabilities:
+            extra = sorted(delegate.capabilities - capabilities)
+            raise DefinitionError(
+                f"Definition {name!r}: delegate {delegate.name!r} would hold {extra}, "
+                "which this Definition is not granted. A delegate may only narrow."
+            )
+        delegate_names.add(delegate.name)

@@ -13,9 +13,9 @@ import inspect
 import json
 import re
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic import BaseModel, ValidationError
 
@@ -27,23 +27,18 @@ from scope_temporal.background.protocols import Handoff, Recoverable, Resumable,
 from scope_temporal.errors import DefinitionError
 from scope_temporal.interaction.snapshot import TaskSnapshot
 from scope_temporal.tools.decorator import (
+    SharedOptions,
     Tool,
     checked_spec,
     checked_timeout,
     explicit_schema,
+    known_options,
 )
-from scope_temporal.tools.docstrings import summary
 from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import RetiredTool
 from scope_temporal.tools.schema import parameters_schema
-from scope_temporal.tools.spec import (
-    RUN_IN_BACKGROUND,
-    BackgroundSpec,
-    Execution,
-    Permission,
-    ToolSpec,
-)
+from scope_temporal.tools.spec import RUN_IN_BACKGROUND, BackgroundSpec, ToolSpec
 from scope_temporal.tools.validation import InvalidArguments, decode_arguments
 
 _RUN_IN_BACKGROUND_SCHEMA = {
@@ -197,66 +192,70 @@ class BackgroundTool(Tool[..., Any]):
         return f"BackgroundTool(name={self.name!r}, permission={self.spec.permission!r})"
 
 
-def background_tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    permission: Permission = "exec",
-    execution: Execution = "auto",
-    concurrency_key: str | None = None,
-    schema: dict[str, Any] | None = None,
-    foreground_timeout: timedelta | float | None = 120,
-    heartbeat_timeout: timedelta | float = 10,
-    task_timeout: timedelta | float = timedelta(hours=24),
-    max_attempts: int | None = None,
-    auto_background: AutoBackground = True,
-    notify: bool = True,
-    deferred: bool = False,
-    middleware: Sequence[Middleware] = (),
-) -> Callable[[Any], BackgroundTool]:
+class BackgroundToolOptions(SharedOptions, total=False):
+    """The options of `@background_tool(...)`: those it shares with `@tool` (`name`
+    defaults to the class name in snake_case, `description` to the class docstring's first
+    paragraph; `schema` declares the arguments when `start` does not annotate `arguments`
+    with a pydantic model, and the tool then receives a dict) and these."""
+
+    foreground_timeout: timedelta | float | None
+    """How long a call runs in the foreground before it may move to the background
+    (timedelta or seconds; default 120 s); None or <= 0: never on its own, only with an
+    explicit `run_in_background=true`."""
+    heartbeat_timeout: timedelta | float
+    """How soon a lost worker is noticed in a background attempt (default 10 s)."""
+    task_timeout: timedelta | float
+    """The start-to-close limit of one background attempt (default 24 h)."""
+    max_attempts: int | None
+    """Background attempts for a recoverable tool (default 5); others get 1."""
+    auto_background: AutoBackground
+    """Whether a call still running at the foreground timeout moves to the background (a
+    bool or a pure function of the arguments; default True). An explicit
+    `run_in_background=false` keeps it in the foreground either way."""
+    notify: bool
+    """Whether its tasks tell their Interaction (a model-visible notification at the next
+    turn) when they end or start waiting for input (default True)."""
+
+
+_TIMEOUTS = ("foreground_timeout", "heartbeat_timeout", "task_timeout")
+"""The options of a `BackgroundSpec` given in seconds or as a timedelta (the rest of it the
+tool's layers decide); one left out takes the spec's default."""
+
+
+def background_tool(**options: Unpack[BackgroundToolOptions]) -> Callable[[Any], BackgroundTool]:
     """Declare a background tool: `@background_tool(...)` on a class (instantiated without
     arguments), or `background_tool(...)(obj)` on an object implementing the layers.
 
     Args:
-        name: the model-facing name; default the class name in snake_case.
-        description: what the model is told; default the class docstring's first paragraph.
-        permission, execution, concurrency_key, deferred, middleware: as for `@tool`.
-        schema: the arguments' JSON object schema, when `start` does not annotate
-            `arguments` with a pydantic model (the tool then receives a dict).
-        foreground_timeout: how long a call runs in the foreground before it may move to
-            the background (timedelta or seconds); None or <= 0: never on its own, only
-            with an explicit `run_in_background=true`.
-        heartbeat_timeout: how soon a lost worker is noticed in a background attempt.
-        task_timeout: the start-to-close limit of one background attempt.
-        max_attempts: background attempts for a recoverable tool (default 5); others get 1.
-        auto_background: whether a call still running at the foreground timeout moves to
-            the background (a bool or a pure function of the arguments). An explicit
-            `run_in_background=false` keeps it in the foreground either way.
-        notify: whether its tasks tell their Interaction (a model-visible notification at
-            the next turn) when they end or start waiting for input.
+        **options: any of `BackgroundToolOptions` (each documented there): name,
+            description, permission, execution, concurrency_key, deferred, middleware and
+            schema as for `@tool`; foreground_timeout, heartbeat_timeout, task_timeout,
+            max_attempts, auto_background, notify.
 
     Raises:
         DefinitionError: no `start`, undeclared arguments, an invalid option, or
             `max_attempts > 1` for a tool without `recover`.
+        TypeError: an option `@background_tool` does not have.
     """
+    known_options("background_tool", options, BackgroundToolOptions.__optional_keys__)
 
     def build(target: Any) -> BackgroundTool:
         obj = target() if inspect.isclass(target) else target
         if not callable(getattr(obj, "start", None)):
             raise DefinitionError(f"@background_tool: {target!r} has no start(...) method")
-        tool_name = name if name is not None else _snake(type(obj).__name__)
+        name = options.get("name")
+        tool_name = _snake(type(obj).__name__) if name is None else name
         recoverable = isinstance(obj, Recoverable)
-        attempts = (
-            max_attempts
-            if max_attempts is not None
-            else (DEFAULT_RECOVERY_ATTEMPTS if recoverable else 1)
-        )
+        attempts = options.get("max_attempts")
+        if attempts is None:
+            attempts = DEFAULT_RECOVERY_ATTEMPTS if recoverable else 1
         if attempts < 1 or (attempts > 1 and not recoverable):
             raise DefinitionError(
                 f"tool {tool_name!r}: max_attempts={attempts}; a background attempt may be "
                 "repeated only by a recoverable tool (one with recover(...)), at least once"
             )
         arguments_type = _arguments_type(obj)
+        schema = options.get("schema")
         if schema is not None:
             parameters = explicit_schema(str(tool_name), schema)
         elif arguments_type is not None:
@@ -270,37 +269,28 @@ def background_tool(
         if RUN_IN_BACKGROUND in properties:
             raise DefinitionError(f"tool {tool_name!r}: {RUN_IN_BACKGROUND!r} is reserved")
         properties[RUN_IN_BACKGROUND] = _RUN_IN_BACKGROUND_SCHEMA
-        foreground = checked_timeout(
-            str(tool_name), "foreground_timeout", _positive(foreground_timeout)
-        )
+        timeouts: dict[str, Any] = {k: v for k, v in options.items() if k in _TIMEOUTS}
+        if "foreground_timeout" in timeouts:
+            timeouts["foreground_timeout"] = _positive(timeouts["foreground_timeout"])
         try:
             settings = BackgroundSpec(
-                foreground_timeout=foreground,
-                heartbeat_timeout=checked_timeout(
-                    str(tool_name), "heartbeat_timeout", heartbeat_timeout
-                ),
-                task_timeout=checked_timeout(str(tool_name), "task_timeout", task_timeout),
+                **{
+                    key: checked_timeout(str(tool_name), key, value)
+                    for key, value in timeouts.items()
+                },
                 max_attempts=attempts,
                 recoverable=recoverable,
                 resumable=isinstance(obj, Resumable),
                 handoff=isinstance(obj, Handoff),
-                notify=notify,
+                notify=options.get("notify", True),
             )
         except ValidationError as error:  # e.g. heartbeat_timeout=None
             raise DefinitionError(f"tool {tool_name!r}: {error.errors()[0]['msg']}") from None
-        spec = checked_spec(
-            tool_name,
-            description=summary(inspect.getdoc(type(obj))) if description is None else description,
-            parameters={**parameters, "properties": properties},
-            permission=permission,
-            execution=execution,
-            timeout=None,
-            concurrency_key=concurrency_key,
-            deferred=deferred,
-            middleware=tuple(middleware),
-            background=settings,
-        )
-        return BackgroundTool(obj, spec, tuple(middleware), arguments_type, auto_background)
+        parameters = {**parameters, "properties": properties}
+        spec = checked_spec(tool_name, inspect.getdoc(type(obj)), parameters, options, settings)
+        middleware = tuple(options.get("middleware", ()))
+        auto = options.get("auto_background", True)
+        return BackgroundTool(obj, spec, middleware, arguments_type, auto)
 
     return build
 
@@ -327,4 +317,10 @@ def _arguments_type(obj: Any) -> type[BaseModel] | None:
     return None
 
 
-__all__ = ["RUN_IN_BACKGROUND", "AutoBackground", "BackgroundTool", "background_tool"]
+__all__ = [
+    "RUN_IN_BACKGROUND",
+    "AutoBackground",
+    "BackgroundTool",
+    "BackgroundToolOptions",
+    "background_tool",
+]

@@ -17,16 +17,18 @@ event) pair and where it may lead; any other pair is refused):
  4. A lost attempt (its worker died, or every attempt Temporal made failed) fails the task
     with `tool.background.lost`, except a lost adoption by a recoverable tool, which is
     followed by a `recover` attempt from the last checkpoint, on any worker.
- 5. Cancelling a task that waits (or has not started its attempt) ends it at once; a
-    running attempt is asked to stop, and its report says how it ended.
+ 5. Cancelling a task that waits (or has not started its attempt) ends it at once;
+    cancelling a running attempt asks the driver to stop it, and its report says how it
+    ended.
  6. Progress counts only grow: a stale report changes nothing.
- 7. Every attempt runs on an implementation of the task's launch capability class; one
-    nothing registered could run (`unserved`) fails it with `tool.background.unregistered`
-    (nothing ran: an answer it carried is unapplied).
- 8. An attempt that yielded its run (so the task can continue as new; the run goes on)
-    is followed by an `adopt` on the worker holding it, or a `recover` from its checkpoint
-    (a recoverable tool); nothing runs again. Only a task not running an attempt
-    continues as new; its state carries over whole (`carried_state`, `restore`).
+ 7. Every attempt runs on an implementation of the capability class the task was launched
+    under; one that no registered implementation could run (`unserved`) fails the task
+    with `tool.background.unregistered` (nothing ran: an answer it carried is unapplied).
+ 8. An attempt that yielded its run (so that the task can continue as new; the run goes
+    on) is followed by an `adopt` on the worker holding it, or by a `recover` from its
+    checkpoint (a recoverable tool); nothing is run again. The state carries over whole
+    between runs (`carried_state`, `restore`); only a task not running an attempt
+    continues as new.
 
 Every transition works on a copy: a refused input (`ScopeError`) changes nothing, and an
 unexpected exception fails the task closed (`interaction.state.invalid`).

@@ -1,4 +1,5 @@
-"""What a cancel leaves unsettled (CONFORMANCE c59).
+"""What a cancel leaves unsettled (conformance rule c59: docs/differences.md, the `test_c59_*`
+tests).
 
 Cancelling an Interaction ends it while calls may still run: a model call in flight and
 the round's running tool calls. Their children are cancelled, and nothing can prove what

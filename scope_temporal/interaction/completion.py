@@ -54,7 +54,7 @@ def judge(
 
     The candidate is the last message of the working context (the machine has just
     appended the reply, or committed the direct results); the validator's context is
-    everything before it (CONFORMANCE 60)."""
+    everything before it (conformance rule c60: the `test_c60_*` tests)."""
     if notices.live(s.mailbox, s.context):
         return Again()  # a pending steer always gets its model call
     source: Literal["model_response", "direct_tool_results"] = (

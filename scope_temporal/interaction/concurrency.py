@@ -1,5 +1,6 @@
 """Per-invocation concurrency: a tool's classifier decides, at admission, how one call
-may overlap the others of its round (CONFORMANCE 51).
+may overlap the others of its round (conformance rule c51: docs/differences.md, the
+`test_c51_*` tests).
 
 A classifier receives the admitted invocation (arguments already valid) and returns
 `(key, concurrent)`: calls with one key never overlap, `concurrent=False` runs the call

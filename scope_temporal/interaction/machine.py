@@ -9,7 +9,8 @@ is what makes Temporal replay safe. It is written in the one machine style
 (`transitions.py`): `TABLE` below lists every legal (phase, event) pair and where it may
 lead; the phase is assigned here and nowhere else.
 
-The rules it keeps (DESIGN.md section 2):
+The rules it keeps (what they guarantee: docs/guarantees.md; its table drawn:
+docs/machines/machine.md):
  1. Pending steers are applied, in arrival order, right before a model call, never during
     one and never in the middle of a batch.
  2. A model outcome is a response, a definite host failure, not called (provably), or
@@ -68,8 +69,19 @@ from scope_temporal.interaction.transitions import Machine, Table, same
 from scope_temporal.outputs import Failure
 from scope_temporal.tools import rejections
 
-Event = Literal["next_effects", "model_settled", "retry_due", "resolve", "call_settled", "steer",
-                "pause", "resume", "cancel", "fail", "record"]  # fmt: skip
+Event = Literal[
+    "next_effects",
+    "model_settled",
+    "retry_due",
+    "resolve",
+    "call_settled",
+    "steer",
+    "pause",
+    "resume",
+    "cancel",
+    "fail",
+    "record",
+]
 
 _ANY = (*LIVE_PHASES, *TERMINAL_PHASES)
 _ADMITTED: frozenset[Phase] = frozenset({"need_model", "round", "completed", "failed"})

@@ -1,6 +1,6 @@
 """Which pending calls of a round (tool calls and delegates) may start now.
 
-Rules (DESIGN.md 2.4), applied in call order:
+Rules (docs/guarantees.md, "Batches keep their order's meaning"), applied in call order:
 
  1. A *barrier* (a `sequential` call: write/exec tools by default; or an `exclusive` one)
     overlaps no other call of its batch, tool or delegate: it starts only once every

@@ -15,9 +15,8 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Generic, ParamSpec, TypeVar, get_args, overload
+from typing import Any, Generic, ParamSpec, TypedDict, TypeVar, Unpack, get_args, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -115,76 +114,91 @@ class Tool(Generic[P, R]):
         return result
 
 
+class SharedOptions(TypedDict, total=False):
+    """The options `@tool` and `@background_tool` share (any left out takes its default)."""
+
+    name: str | None
+    """The model-facing name; defaults to the function's name. Letters, digits, `_` and
+    `-`, at most 64 characters."""
+    description: str | None
+    """What the model is told; defaults to the docstring's first paragraph."""
+    permission: Permission
+    """`read`, `write` or `exec` (the default: the safest assumption). A Process must hold
+    it for the body to run."""
+    execution: Execution
+    """`auto` (the default: read -> parallel, others sequential), `parallel`, `sequential`
+    or `exclusive`. A sequential or exclusive call is a barrier: it waits for the earlier
+    calls of its batch and holds back the later ones."""
+    concurrency_key: str | None
+    """Calls sharing a key never overlap."""
+    deferred: bool
+    """Hidden from the model until a running tool calls `advertise_tools`."""
+    schema: Mapping[str, Any] | None
+    """An explicit JSON object schema for the arguments instead of the generated one.
+    Arguments must still convert into the parameter types; if they do not, the call is
+    rejected as invalid."""
+    middleware: Sequence[Middleware]
+    """The tool's own middleware, run after the worker's (see `middleware`)."""
+
+
+class ToolOptions(SharedOptions, total=False):
+    """The options of `@tool(...)`: the shared ones and these."""
+
+    timeout: timedelta | float | None
+    """Limit for one run of the body (timedelta or seconds). Exceeding it makes the
+    outcome unknown (`tool.timeout`), never a retry."""
+    concurrency: ConcurrencyClassifier | None
+    """A pure function deciding `(key, concurrent)` for each admitted invocation (e.g. a
+    key per file written), instead of `execution` and `concurrency_key`; see
+    `ConcurrencyClassifier`."""
+    direct_result: bool
+    """A batch of only such tools that all succeed completes the Interaction with their
+    results, without another model call."""
+    task_queue: str | None
+    """Run the body only on workers of this task queue (e.g. a GPU pool: `scope-temporal
+    worker --role activities --task-queue gpu`), never on the Interaction's own. If no
+    worker picks an attempt up within `timeout` (or the Definition's tool timeout), the
+    call is unknown and nothing runs elsewhere. Routing is not part of the Definition's
+    digest: moving a tool to another pool applies to calls started afterwards and fails no
+    running Interaction."""
+
+
+_SPEC_OPTIONS = frozenset(ToolOptions.__optional_keys__) - {
+    "name",
+    "description",
+    "schema",
+    "middleware",
+    "timeout",
+}
+"""The options a `ToolSpec` holds as given (the rest shape its name, text, schema and
+timeout, or stay on the `Tool`)."""
+
+
+def known_options(decorator: str, given: Mapping[str, object], known: frozenset[str]) -> None:
+    """Raise TypeError, as for any unknown keyword, for an option `decorator` lacks."""
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise TypeError(f"{decorator}() got an unexpected keyword argument {unknown[0]!r}")
+
+
 @overload
 def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
 
 
 @overload
-def tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    permission: Permission = "exec",
-    execution: Execution = "auto",
-    timeout: timedelta | float | None = None,
-    concurrency_key: str | None = None,
-    concurrency: ConcurrencyClassifier | None = None,
-    direct_result: bool = False,
-    deferred: bool = False,
-    schema: Mapping[str, Any] | None = None,
-    middleware: Sequence[Middleware] = (),
-    task_queue: str | None = None,
-) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+def tool(**options: Unpack[ToolOptions]) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
 def tool(
-    fn: Callable[P, R] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    permission: Permission = "exec",
-    execution: Execution = "auto",
-    timeout: timedelta | float | None = None,
-    concurrency_key: str | None = None,
-    concurrency: ConcurrencyClassifier | None = None,
-    direct_result: bool = False,
-    deferred: bool = False,
-    schema: Mapping[str, Any] | None = None,
-    middleware: Sequence[Middleware] = (),
-    task_queue: str | None = None,
+    fn: Callable[P, R] | None = None, /, **options: Unpack[ToolOptions]
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Declare a tool; usable bare (`@tool`) or with options (`@tool(permission="read")`).
 
     Args:
         fn: The function (sync or async) when used bare.
-        name: The model-facing name; defaults to the function's name. Letters, digits,
-            `_` and `-`, at most 64 characters.
-        description: What the model is told; defaults to the docstring's first paragraph.
-        permission: `read`, `write` or `exec` (default: the safest assumption). A Process
-            must hold it for the body to run.
-        execution: `auto` (read -> parallel, others sequential), `parallel`, `sequential`
-            or `exclusive`. A sequential or exclusive call is a barrier: it waits for the
-            earlier calls of its batch and holds back the later ones.
-        timeout: Limit for one run of the body (timedelta or seconds). Exceeding it makes
-            the outcome unknown (`tool.timeout`), never a retry.
-        concurrency_key: Calls sharing a key never overlap.
-        concurrency: A pure function deciding `(key, concurrent)` for each admitted
-            invocation (e.g. a key per file written), instead of `execution` and
-            `concurrency_key`; see `ConcurrencyClassifier`.
-        direct_result: A batch of only such tools that all succeed completes the
-            Interaction with their results, without another model call.
-        deferred: Hidden from the model until a running tool calls `advertise_tools`.
-        schema: An explicit JSON object schema for the arguments instead of the generated
-            one. Arguments must still convert into the parameter types; if they do not,
-            the call is rejected as invalid.
-        middleware: The tool's own middleware, run after the worker's (see `middleware`).
-        task_queue: Run the body only on workers of this task queue (e.g. a GPU pool:
-            `scope-temporal worker --role activities --task-queue gpu`), never on the
-            Interaction's own. If no worker picks an attempt up within `timeout` (or the
-            Definition's tool timeout), the call is unknown and nothing runs elsewhere.
-            Routing is not part of the Definition's digest: moving a tool to another pool
-            applies to calls started afterwards and fails no running Interaction.
+        **options: any of `ToolOptions` (each documented there): name, description,
+            permission, execution, timeout, concurrency_key, concurrency, direct_result,
+            deferred, schema, middleware, task_queue.
 
     Returns:
         The `Tool`, or a decorator producing it.
@@ -194,24 +208,24 @@ def tool(
             `tool.schema_invalid`), middleware, or a parameter the schema cannot express;
             `concurrency` that is not callable or comes with `execution` or
             `concurrency_key`.
+        TypeError: an option `@tool` does not have.
     """
-    options = _Options(
-        name=name,
-        description=description,
-        permission=permission,
-        execution=execution,
-        timeout=timeout,
-        concurrency_key=concurrency_key,
-        concurrency=concurrency,
-        direct_result=direct_result,
-        deferred=deferred,
-        schema=schema,
-        middleware=tuple(middleware),
-        task_queue=task_queue,
-    )
-    if fn is None:
-        return options.build
-    return options.build(fn)
+    known_options("tool", options, ToolOptions.__optional_keys__)
+
+    def build(fn: Callable[P, R]) -> Tool[P, R]:
+        if isinstance(fn, Tool) or not callable(fn):
+            raise DefinitionError(f"@tool needs a plain function, got {fn!r}")
+        name = options.get("name")
+        name = getattr(fn, "__name__", "") if name is None else name
+        arguments = arguments_model(fn)
+        schema = options.get("schema")
+        parameters = (
+            parameters_schema(arguments) if schema is None else explicit_schema(str(name), schema)
+        )
+        spec = checked_spec(name, inspect.getdoc(fn), parameters, options)
+        return Tool(fn, spec, tuple(options.get("middleware", ())), arguments)
+
+    return build if fn is None else build(fn)
 
 
 def implement(declaration: Tool[P, Any], body: Callable[P, R]) -> Tool[P, R]:
@@ -224,117 +238,65 @@ def implement(declaration: Tool[P, Any], body: Callable[P, R]) -> Tool[P, R]:
     return Tool(body, declaration.spec, declaration.middleware, declaration.arguments)
 
 
-@dataclass(frozen=True)
-class _Options:
-    """The decorator's arguments, checked and applied to one function."""
-
-    name: str | None
-    description: str | None
-    permission: Permission
-    execution: Execution
-    timeout: timedelta | float | None
-    concurrency_key: str | None
-    concurrency: ConcurrencyClassifier | None
-    direct_result: bool
-    deferred: bool
-    schema: Mapping[str, Any] | None
-    middleware: tuple[Middleware, ...]
-    task_queue: str | None
-
-    def build(self, fn: Callable[P, R]) -> Tool[P, R]:
-        if isinstance(fn, Tool) or not callable(fn):
-            raise DefinitionError(f"@tool needs a plain function, got {fn!r}")
-        name = self.name if self.name is not None else getattr(fn, "__name__", "")
-        arguments = arguments_model(fn)
-        parameters = (
-            parameters_schema(arguments)
-            if self.schema is None
-            else explicit_schema(str(name), self.schema)
-        )
-        spec = checked_spec(
-            name,
-            description=summary(inspect.getdoc(fn))
-            if self.description is None
-            else self.description,
-            parameters=parameters,
-            permission=self.permission,
-            execution=self.execution,
-            timeout=self.timeout,
-            concurrency_key=self.concurrency_key,
-            concurrency=self.concurrency,
-            direct_result=self.direct_result,
-            deferred=self.deferred,
-            middleware=self.middleware,
-            task_queue=self.task_queue,
-        )
-        return Tool(fn, spec, self.middleware, arguments)
-
-
 def checked_spec(
     name: object,
-    *,
-    description: str,
+    doc: str | None,
     parameters: dict[str, Any],
-    permission: Permission,
-    execution: Execution,
-    timeout: timedelta | float | None,
-    concurrency_key: str | None,
-    concurrency: ConcurrencyClassifier | None = None,
-    direct_result: bool = False,
-    deferred: bool = False,
-    middleware: tuple[Middleware, ...] = (),
+    options: Mapping[str, Any],
     background: BackgroundSpec | None = None,
-    task_queue: str | None = None,
 ) -> ToolSpec:
-    """The ToolSpec of a tool declaration, after checking every option.
+    """The ToolSpec of a tool declaration (its `options`, of `ToolOptions`), after checking
+    every option; `doc` is the docstring the description defaults to. The one place both
+    decorators check their shared options; an option left out takes the ToolSpec's default.
 
     Raises:
-        DefinitionError: an invalid name, permission, execution, timeout or middleware.
+        DefinitionError: an invalid name, permission, execution, timeout, task queue,
+            concurrency or middleware.
     """
     if not isinstance(name, str) or not is_provider_tool_name(name):
         raise DefinitionError(f"invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-'")
+    permission = options.get("permission", "exec")
     if permission not in PERMISSIONS:
         raise DefinitionError(
             f"tool {name!r}: unknown permission {permission!r} (expected one of "
             f"{sorted(PERMISSIONS)})"
         )
+    execution = options.get("execution", "auto")
     if execution not in _EXECUTIONS:
         raise DefinitionError(
             f"tool {name!r}: unknown execution {execution!r} (expected one of "
             f"{sorted(_EXECUTIONS)})"
         )
-    if not all(callable(m) for m in middleware):
+    if not all(callable(m) for m in options.get("middleware", ())):
         raise DefinitionError(f"tool {name!r}: every middleware must be an async callable")
+    task_queue = options.get("task_queue")
     if task_queue is not None and (not isinstance(task_queue, str) or not task_queue.strip()):
         raise DefinitionError(
             f"tool {name!r}: task_queue must be the name of a task queue (or None to run "
             f"on the Interaction's own), got {task_queue!r}"
         )
+    concurrency = options.get("concurrency")
     if concurrency is not None:
         if not callable(concurrency) or inspect.iscoroutinefunction(concurrency):
             raise DefinitionError(
                 f"tool {name!r}: concurrency must be a plain function (invocation) -> "
                 "(key, concurrent); it runs in workflow code"
             )
-        if execution != "auto" or concurrency_key is not None:
+        if execution != "auto" or options.get("concurrency_key") is not None:
             raise DefinitionError(
                 f"tool {name!r}: concurrency decides both the key and whether a call may "
                 "overlap others; drop execution and concurrency_key"
             )
+    description = options.get("description")
+    held = {key: value for key, value in options.items() if key in _SPEC_OPTIONS}
     try:
         return ToolSpec(
+            **held,
             name=name,
-            description=description,
+            description=summary(doc) if description is None else description,
             parameters=parameters,
-            permission=permission,
-            execution=execution,
-            timeout=checked_timeout(name, "timeout", timeout),
-            concurrency_key=concurrency_key,
-            concurrency=concurrency,
-            direct_result=direct_result,
-            deferred=deferred,
+            timeout=checked_timeout(name, "timeout", options.get("timeout")),
             background=background,
-            task_queue=task_queue,
         )
     except ValidationError as exc:
         raise DefinitionError(f"tool {name!r}: {_first_error(exc)}") from None

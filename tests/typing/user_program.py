@@ -41,6 +41,22 @@ def lookup(query: str) -> str:
     return query
 
 
+@tool
+async def shout(text: str) -> str:
+    """A tool declared bare keeps its parameters' types."""
+    return text.upper()
+
+
+@tool(timeout=1.5, middleware=(), concurrency_key="db", task_queue="gpu")
+def measure(size: int) -> int:
+    """A tool with options keeps its parameters' types."""
+    return size
+
+
+sized: int = measure(3)
+tool_names: list[str] = [shout.name, measure.spec.name]
+
+
 class ExportArgs(BaseModel):
     table: str
 
@@ -83,6 +99,9 @@ def build_worker(client: Client) -> ScopeWorker:
         fallback_models=("backup",),
         max_total_tokens=200_000,
     )
+    bound: tuple[str, ...] = agent.tools.names
+    granted: frozenset[str] = agent.capabilities
+    assert bound and granted
     return ScopeWorker(
         client,
         definitions=[agent],

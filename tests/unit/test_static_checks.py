@@ -36,6 +36,24 @@ def test_mypy_strict_sees_the_real_public_types_in_a_user_program() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_mypy_strict_refuses_an_option_a_decorator_does_not_have(tmp_path: Path) -> None:
+    # the decorators take their options as TypedDicts (`Unpack`): a misspelt or mistyped
+    # option is a type error, as it was with one keyword parameter per option
+    program = tmp_path / "wrong_option.py"
+    program.write_text(
+        "from scope_temporal import background_tool, tool\n"
+        "@tool(permision='read')\n"
+        "def f(x: int) -> int:\n    return x\n"
+        "g = background_tool(notify='yes')\n"
+    )
+    result = run("mypy", "--strict", str(program))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'Unexpected keyword argument "permision" for overloaded function "tool"' in (
+        result.stdout
+    ), result.stdout
+    assert 'Argument "notify" to "background_tool" has incompatible type' in result.stdout
+
+
 # A user's program with one deliberate type error (a string where a count goes).
 WRONG_TYPE = """from scope_temporal import Definition
 
