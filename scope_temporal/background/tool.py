@@ -220,7 +220,11 @@ def background_tool(
     Args:
         name: the model-facing name; default the class name in snake_case.
         description: what the model is told; default the class docstring's first paragraph.
-        permission, execution, concurrency_key, deferred, middleware: as for `@tool`.
+        permission: as for `@tool`.
+        execution: as for `@tool`.
+        concurrency_key: as for `@tool`.
+        deferred: as for `@tool`.
+        middleware: as for `@tool`.
         schema: the arguments' JSON object schema, when `start` does not annotate
             `arguments` with a pydantic model (the tool then receives a dict).
         foreground_timeout: how long a call runs in the foreground before it may move to

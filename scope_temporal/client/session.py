@@ -145,10 +145,12 @@ class SessionHandle:
 
         Raises:
             InvalidSignal: not user messages, empty, over the payload limit, or the session
-                runs another Definition. SignalConflict: the id was taken with other
-                content. StaleMessage: an earlier, ended turn took the id. SessionEnded: the
-                session has ended. UnknownDefinition: the worker serves no such Definition.
-            Nothing changed in the session or the running turn when any of these is raised.
+                runs another Definition.
+            SignalConflict: the id was taken with other content.
+            StaleMessage: an earlier, ended turn took the id.
+            SessionEnded: the session has ended.
+            UnknownDefinition: the worker serves no such Definition. Nothing changed in the
+                session or the running turn when any of these is raised.
         """
         if self._start is None or self.definition is None:
             raise errors.ConfigurationError(

@@ -89,7 +89,9 @@ FACES = frozenset(
         # and nothing inside the SDK imports them (it imports the module itself)
         "scope_temporal",
         "scope_temporal.background",
+        "scope_temporal.events",
         "scope_temporal.models",
+        "scope_temporal.snapshots",
         "scope_temporal.testing",
         "scope_temporal.tools",
     }
