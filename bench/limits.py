@@ -22,6 +22,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from bench.overload import cpu_hog, run_overload
+from bench.workload import rounds_plan  # one scripted plan for every rounds figure
 from scope_temporal import Definition, ScopeClient, ScopeWorker, ScriptedModel, tool
 from scope_temporal.storage import DirectoryStorage
 
@@ -53,8 +54,6 @@ def kilobyte_result(n: int) -> str:
 
 
 def _rounds(rounds: int) -> ScriptedModel:
-    from bench.run import rounds_plan  # one scripted plan for every rounds figure
-
     return ScriptedModel(rounds_plan("kilobyte_result", rounds))
 
 

@@ -7,6 +7,8 @@ framework are in `bench/baselines.py`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bench.baselines import TOOLS_PER_TURN, TURNS
 from scope_temporal import Definition, ModelRequest, Response, reply, tool
 from scope_temporal.definition import ToolCallWorkflows
@@ -28,6 +30,18 @@ def plan(request: ModelRequest) -> Response:
     return reply.text(f"done after {turn} tool turns")
 
 
+def rounds_plan(tool_name: str, rounds: int) -> Callable[[ModelRequest], Response]:
+    """A scripted model calling `tool_name` once per round for `rounds` rounds."""
+
+    def plan(request: ModelRequest) -> Response:
+        done = sum(1 for m in request.messages if m.role == "tool")
+        if done < rounds:
+            return reply.tool_calls((tool_name, {"n": done}))
+        return reply.text(f"{done} rounds")
+
+    return plan
+
+
 def definition(mode: ToolCallWorkflows) -> Definition:
     return Definition(
         f"w-{mode}",
@@ -38,4 +52,4 @@ def definition(mode: ToolCallWorkflows) -> Definition:
     )
 
 
-__all__ = ["TOOLS_PER_TURN", "TURNS", "definition", "lookup", "plan"]
+__all__ = ["TOOLS_PER_TURN", "TURNS", "definition", "lookup", "plan", "rounds_plan"]
