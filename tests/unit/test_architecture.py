@@ -77,6 +77,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "loop_watch",
             "sizing",
             "versioning",
+            "server_version",
             "routing",
             "testing",
         ),
