@@ -53,8 +53,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import itertools
+import json
 import os
+import platform
 import resource
 import statistics
 import sys
@@ -97,9 +100,31 @@ from scope_temporal.testing.devserver import DEV_SERVER_ARGS, temporal_cli_path
 MODES: tuple[ToolCallWorkflows, ...] = ("always", "on_demand")
 
 
+FIGURES_FILE = Path(__file__).resolve().parents[1] / "docs" / "figures.json"
+"""Where a full run records its figures: the one source the docs quote them from."""
+
+FIGURES: dict[str, float | int | str] = {}
+
+
 def figure(name: str, value: float | int | str) -> None:
     shown = f"{value:.2f}" if isinstance(value, float) else str(value)
     print(f"{name}={shown}", flush=True)
+    FIGURES[name] = round(value, 2) if isinstance(value, float) else value
+
+
+def record_figures(path: Path, figures: dict[str, float | int | str], command: str) -> None:
+    """Merge `figures` into `path` (docs/figures.json), each with its date, machine and
+    command; figures of other benchmarks keep theirs."""
+    known = json.loads(path.read_text()) if path.exists() else {"figures": {}}
+    stamp = {
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}",
+        "command": command,
+    }
+    for name, value in sorted(figures.items()):
+        known["figures"][name] = {"value": value, **stamp}
+    known["figures"] = dict(sorted(known["figures"].items()))
+    path.write_text(json.dumps(known, indent=1, ensure_ascii=False) + "\n")
 
 
 def server_cpu_seconds() -> float:
@@ -250,6 +275,12 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
             figure(f"overhead_wall_ms_{name}", wall * 1000)
             figure(f"overhead_cpu_ms_{name}", statistics.median(cpus[name]) * 1000)
             figure(f"overhead_server_cpu_ms_{name}", statistics.median(servers[name]) * 1000)
+            per_round = 1000 / workload.TURNS  # a round: one model call and its tool calls
+            figure(f"overhead_cpu_ms_per_round_{name}", statistics.median(cpus[name]) * per_round)
+            figure(
+                f"overhead_server_cpu_ms_per_round_{name}",
+                statistics.median(servers[name]) * per_round,
+            )
             if name != "flat":
                 figure(f"overhead_ratio_{name}", wall / base)
         provider = opentelemetry.trace.get_tracer_provider()
@@ -289,6 +320,10 @@ async def overhead(env: WorkflowEnvironment, runs: int) -> None:
                 f"overhead_cpu_ms_per_workflow_task_{name}",
                 statistics.median(cpus[name]) * 1000 / tasks,
             )
+        for suffix in ("", "_temporal"):  # the trace context every call's header carries
+            added = FIGURES[f"overhead_history_bytes_per_turn_always_traced{suffix}"]
+            added -= FIGURES["overhead_history_bytes_per_turn_always"]  # type: ignore[operator]
+            figure(f"tracing_history_bytes_added_per_turn{suffix}", added)
 
 
 class _Drop(SpanExporter):
@@ -362,7 +397,7 @@ async def history(env: WorkflowEnvironment, rounds: int, early: int, late: int) 
             name, tools=[kilobyte], max_model_calls=rounds + 2, tool_call_workflows=mode
         )
         async with serving(
-            env, definition, kilobyte, ScriptedModel(rounds_plan("kilobyte", rounds))
+            env, definition, kilobyte, ScriptedModel(workload.rounds_plan("kilobyte", rounds))
         ) as scope:
             handle = await scope.start(name, "go")
             await handle.result()
@@ -419,7 +454,7 @@ async def throughput(env: WorkflowEnvironment, count: int) -> None:
             name, tools=[workload.lookup], max_model_calls=10, tool_call_workflows=mode
         )
         async with serving(
-            env, definition, workload.lookup, ScriptedModel(rounds_plan("lookup", 3))
+            env, definition, workload.lookup, ScriptedModel(workload.rounds_plan("lookup", 3))
         ) as scope:
             await (await scope.start(name, "warm up")).result()
             latencies = await _latencies(scope, name, count)
@@ -455,7 +490,10 @@ async def long_run(env: WorkflowEnvironment, model_calls: int) -> None:
             name, tools=[workload.lookup], max_model_calls=model_calls, tool_call_workflows=mode
         )
         async with serving(
-            env, definition, workload.lookup, ScriptedModel(rounds_plan("lookup", model_calls - 1))
+            env,
+            definition,
+            workload.lookup,
+            ScriptedModel(workload.rounds_plan("lookup", model_calls - 1)),
         ) as scope:
             start = time.perf_counter()
             handle = await scope.start(name, "go")
@@ -540,9 +578,19 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="small sizes, under 3 minutes")
     parser.add_argument("--only", default=",".join(ALL), help=f"comma-separated: {','.join(ALL)}")
     parser.add_argument("--idle", type=int, default=None, help="how many idle sessions")
+    parser.add_argument(
+        "--figures",
+        type=Path,
+        default=None,
+        help=f"record the figures here (default: {FIGURES_FILE.name} in docs/ for a full-size "
+        "run, nowhere with --quick)",
+    )
     arguments = parser.parse_args()
     chosen = tuple(x for x in arguments.only.split(",") if x)
     unknown = sorted(set(chosen) - set(ALL))
     if unknown:
         parser.error(f"unknown benchmark(s) {unknown}; choose from {', '.join(ALL)}")
     asyncio.run(main(arguments.quick, chosen, arguments.idle))
+    target = arguments.figures or (None if arguments.quick else FIGURES_FILE)
+    if target is not None:
+        record_figures(target, FIGURES, "python bench/run.py " + " ".join(sys.argv[1:]))

@@ -30,6 +30,18 @@ def plan(request: ModelRequest) -> Response:
     return reply.text(f"done after {turn} tool turns")
 
 
+def rounds_plan(tool_name: str, rounds: int) -> Callable[[ModelRequest], Response]:
+    """A scripted model calling `tool_name` once per round for `rounds` rounds."""
+
+    def plan(request: ModelRequest) -> Response:
+        done = sum(1 for m in request.messages if m.role == "tool")
+        if done < rounds:
+            return reply.tool_calls((tool_name, {"n": done}))
+        return reply.text(f"{done} rounds")
+
+    return plan
+
+
 def definition(mode: ToolCallWorkflows) -> Definition:
     return Definition(
         f"w-{mode}",
@@ -40,17 +52,4 @@ def definition(mode: ToolCallWorkflows) -> Definition:
     )
 
 
-__all__ = ["TOOLS_PER_TURN", "TURNS", "definition", "lookup", "plan"]
-
-
-def rounds_plan(tool_name: str, rounds: int) -> Callable[[ModelRequest], Response]:
-    """A scripted model calling `tool_name` once per round for `rounds` rounds (every
-    rounds figure, in `run` and `limits`, uses this one plan)."""
-
-    def plan(request: ModelRequest) -> Response:
-        done = sum(1 for m in request.messages if m.role == "tool")
-        if done < rounds:
-            return reply.tool_calls((tool_name, {"n": done}))
-        return reply.text(f"{done} rounds")
-
-    return plan
+__all__ = ["TOOLS_PER_TURN", "TURNS", "definition", "lookup", "plan", "rounds_plan"]

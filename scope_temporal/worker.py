@@ -42,6 +42,7 @@ from scope_temporal.payload_limits import (
 )
 from scope_temporal.registry import Registry
 from scope_temporal.routing import routed_tools, unserved_queues, unserved_warning
+from scope_temporal.server_version import ensure_supported_server
 from scope_temporal.sizing import sized_worker_options, usable_cpus
 from scope_temporal.telemetry.install import worker_telemetry
 from scope_temporal.tools.middleware import Middleware
@@ -286,7 +287,13 @@ class ScopeWorker:
         return [self.worker] if self._adopter is None else [self.worker, self._adopter]
 
     async def run(self) -> None:
-        """Serve until cancelled or `shutdown()`."""
+        """Serve until cancelled or `shutdown()`.
+
+        Raises:
+            ConfigurationError: the server is older than the SDK supports
+                (`scope_temporal.server_version`); nothing was served.
+        """
+        await ensure_supported_server(self.client)
         self.loop_watch.start()
         try:
             await asyncio.gather(*(w.run() for w in self._workers))
@@ -297,6 +304,7 @@ class ScopeWorker:
         await asyncio.gather(*(w.shutdown() for w in self._workers))
 
     async def __aenter__(self) -> ScopeWorker:
+        await ensure_supported_server(self.client)  # before any poll: a clear refusal
         for worker in self._workers:
             await worker.__aenter__()
         await self._check_tool_queues()

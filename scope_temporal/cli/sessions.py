@@ -16,7 +16,7 @@ from scope_temporal.interaction.session_stream import SessionPosition
 from scope_temporal.interaction.session_values import SessionTranscript
 
 
-@click.group(short_help="List sessions, show one's transcript, end one.")
+@click.group(short_help="List sessions, show or follow one, end one.")
 def sessions() -> None:
     """Sessions: conversations of turns (`scope-temporal chat`, `ScopeClient.session`).
 

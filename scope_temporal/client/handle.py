@@ -263,8 +263,8 @@ class InteractionHandle:
         Raises:
             InvalidTaskSubmission: an unknown, non-background or unauthorised tool, arguments
                 off its schema or refused by the tool, a bad key, an ended Interaction.
-            TaskSubmissionConflict: the key was submitted with other arguments.
-            Nothing is started or recorded in either case.
+            TaskSubmissionConflict: the key was submitted with other arguments; nothing
+                is started or recorded in either case.
         """
         if not isinstance(arguments, dict):
             raise errors.InvalidTaskSubmission(

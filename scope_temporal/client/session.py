@@ -156,10 +156,12 @@ class SessionHandle:
             InvalidSignal: not user messages, empty, over the payload limit, or the session
                 runs another Definition, or (code `interaction.session.mismatch`) the
                 session was started with another context or approved tools than this
-                handle holds. SignalConflict: the id was taken with other
-                content. StaleMessage: an earlier, ended turn took the id. SessionEnded: the
-                session has ended. UnknownDefinition: the worker serves no such Definition.
-            Nothing changed in the session or the running turn when any of these is raised.
+                handle holds.
+            SignalConflict: the id was taken with other content.
+            StaleMessage: an earlier, ended turn took the id.
+            SessionEnded: the session has ended.
+            UnknownDefinition: the worker serves no such Definition. Nothing changed in the
+                session or the running turn when any of these is raised.
         """
         if self._start is None or self.definition is None:
             raise errors.ConfigurationError(

@@ -81,6 +81,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "loop_watch",
             "sizing",
             "versioning",
+            "server_version",
             "routing",
             "testing",
         ),
@@ -93,7 +94,9 @@ FACES = frozenset(
         # and nothing inside the SDK imports them (it imports the module itself)
         "scope_temporal",
         "scope_temporal.background",
+        "scope_temporal.events",
         "scope_temporal.models",
+        "scope_temporal.snapshots",
         "scope_temporal.testing",
         "scope_temporal.tools",
     }

@@ -97,7 +97,8 @@ def test_compose_storage_is_shared_by_the_workers_and_minio_is_opt_in() -> None:
 def test_compose_file_names_the_services_and_the_worker_image() -> None:
     text = COMPOSE.read_text()
     for needle in (
-        "image: temporalio/auto-setup:",
+        "image: temporalio/server:",
+        "image: temporalio/admin-tools:",
         "image: temporalio/ui:",
         "postgres",
         "dockerfile: docker/Dockerfile",

@@ -124,3 +124,12 @@ def test_worker_refuses_half_a_version_before_connecting(
 ) -> None:
     assert main(["worker", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_top_level_help_names_every_sessions_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    # `scope-temporal --help` is how a user finds `sessions follow`
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    line = next(ln for ln in out if ln.strip().startswith("sessions")).lower()
+    for sub in ("list", "show", "follow", "end"):
+        assert sub in line, sub

