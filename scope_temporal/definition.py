@@ -23,6 +23,7 @@ from scope_temporal.delegates import Delegate as Delegate  # re-exported: its ol
 from scope_temporal.delegates import capabilities_of
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen, freeze_json
+from scope_temporal.mcp.values import McpServer
 from scope_temporal.models import retry
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.tools.budget import ToolBudget
@@ -136,6 +137,18 @@ def _frozen_options(options: Options) -> Options:
     return options.model_copy(update={k: freeze_json(v) for k, v in extra.items()})
 
 
+def _checked_mcp_servers(name: str, servers: Sequence[McpServer]) -> tuple[McpServer, ...]:
+    """The MCP servers a Definition uses (docs/mcp.md), each named once."""
+    listed = tuple(servers)
+    names = [s.name if isinstance(s, McpServer) else repr(s) for s in listed]
+    if any(not isinstance(s, McpServer) for s in listed) or len(set(names)) < len(names):
+        raise DefinitionError(
+            f"Definition {name!r}: mcp_servers={names} must be McpServer values with "
+            "distinct names."
+        )
+    return listed
+
+
 class Definition(Frozen):
     """The immutable description of an Interaction. See API.md for every argument.
 
@@ -208,6 +221,7 @@ class Definition(Frozen):
         max_total_tokens: int | None = None,
         tool_budget: ToolBudget | None = None,
         max_response_bytes: int | None = None,
+        mcp_servers: Sequence[McpServer] = (),
     ) -> None:
         if not name or "/" in name:
             raise DefinitionError(f"Definition name {name!r} must be non-empty without '/'.")
@@ -288,6 +302,7 @@ class Definition(Frozen):
         self.max_total_tokens = max_total_tokens
         self.tool_budget = tool_budget
         self.max_response_bytes = max_response_bytes
+        self.mcp_servers: tuple[McpServer, ...] = _checked_mcp_servers(name, mcp_servers)
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
@@ -352,6 +367,8 @@ class Definition(Frozen):
             declared["tool_budget"] = self.tool_budget.declaration()
         if self.max_response_bytes is not None:  # likewise
             declared["max_response_bytes"] = self.max_response_bytes
+        if self.mcp_servers:  # likewise
+            declared["mcp_servers"] = [server.declaration() for server in self.mcp_servers]
         return declared
 
     def __repr__(self) -> str:

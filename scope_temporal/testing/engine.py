@@ -345,6 +345,7 @@ class LocalTransport:
             middleware=runner.middleware,
             observers=runner.observers,
             runtime=self._engine.tasks.runtime,
+            mcp=runner.mcp,
         )
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:
