@@ -121,6 +121,8 @@ CODE_KINDS: dict[str, FailureKind] = {
     # Denied by a person, the approver hook or the policy: the host's decision.
     TOOL_APPROVAL_DENIED: "host",
     TOOL_BUDGET_EXHAUSTED: "quota",
+    MCP_LIST_FAILED: "external",
+    MCP_LIST_INVALID: "external",
     TASK_LOST: "external",
     TASK_NOT_FOUND: "contract",
     TASK_ENDED: "contract",

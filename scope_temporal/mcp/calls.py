@@ -103,7 +103,9 @@ def _text_of(result: Any) -> str:
         if getattr(block, "type", None) == "text":
             parts.append(block.text)
         else:
-            parts.append(json.dumps(block.model_dump(mode="json", by_alias=True, exclude_none=True)))
+            parts.append(
+                json.dumps(block.model_dump(mode="json", by_alias=True, exclude_none=True))
+            )
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content))
     return "\n".join(parts)
@@ -120,8 +122,6 @@ def mcp_tool_for(
     if server.allow is not None and record.name not in server.allow:
         return None
     return McpTool(record, server, connections)
-
-
 
 
 def mcp_call_tools(

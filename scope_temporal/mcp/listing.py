@@ -174,9 +174,11 @@ def _record(where: str, server: McpServer, tool: Any, taken: set[str]) -> McpToo
         raise _Refused(
             MCP_LIST_INVALID, f"{where}, tool {name!r}: its input schema must be of an object."
         )
-    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if (
-        tool.annotations is not None
-    ) else {}
+    annotations = (
+        tool.annotations.model_dump(by_alias=True, exclude_none=True)
+        if (tool.annotations is not None)
+        else {}
+    )
     return McpToolRecord(
         server=server.name,
         name=name,

@@ -173,7 +173,6 @@ class LocalRunner:
         run._started(opened)
         return run
 
-
     async def aclose(self) -> None:
         """Stop the MCP servers started for this runner (`mcp_servers`)."""
         await self.mcp.aclose()

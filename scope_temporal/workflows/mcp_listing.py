@@ -27,7 +27,9 @@ LIST_TIMEOUT = timedelta(seconds=60)
 """How long fetching every list of one Definition may take (starting stdio servers too)."""
 
 
-async def with_mcp_tools(definition: Definition, settings: RunSettings) -> RunSettings | McpListRefused:
+async def with_mcp_tools(
+    definition: Definition, settings: RunSettings
+) -> RunSettings | McpListRefused:
     """`settings` with the Definition's MCP tool lists recorded (as they are when the
     Definition names no MCP server, or they were recorded before), or why not."""
     if settings.mcp_tools is not None or not definition.mcp_servers:

@@ -25,7 +25,9 @@ _OBJECT = {"type": "object"}
 def _tool(name: str, description: str, properties: dict[str, Any], **hints: Any) -> types.Tool:
     schema = {"type": "object", "properties": properties, "required": sorted(properties)}
     annotations = types.ToolAnnotations(**hints) if hints else None
-    return types.Tool(name=name, description=description, input_schema=schema, annotations=annotations)
+    return types.Tool(
+        name=name, description=description, input_schema=schema, annotations=annotations
+    )
 
 
 def tools(variant: str) -> list[types.Tool]:
@@ -45,7 +47,9 @@ def tools(variant: str) -> list[types.Tool]:
         listed.append(_tool("shout", "Echo the text in capitals.", text))
     elif variant == "bad_schema":
         listed.append(
-            types.Tool(name="broken", input_schema={"type": "object", "properties": {"x": {"type": 5}}})
+            types.Tool(
+                name="broken", input_schema={"type": "object", "properties": {"x": {"type": 5}}}
+            )
         )
     elif variant == "duplicate":
         listed.append(_tool("echo", "Echo again.", text))
@@ -71,7 +75,9 @@ async def _list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
 
 
 def _text(value: str, *, error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=value)], is_error=error)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=value)], is_error=error
+    )
 
 
 async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
