@@ -5,7 +5,8 @@ JSON-RPC error, hang, or crash the server mid-call.
 Every call is appended to the call log (`MCP_CALL_LOG`, one JSON line, fsynced before
 the tool acts), so a test can prove a call reached the server exactly once.
 `MCP_VARIANT` makes it offer a bad tool list (`bad_schema`, `duplicate`, `long_name`,
-`huge_description`) or a changed one (`changed`: `echo` is gone, `shout` is new).
+`huge_description`) or a changed one (`changed`: `echo` is gone, `shout` is new);
+`MCP_VARIANT_FILE` names a file holding the variant, read at each listing.
 """
 
 from __future__ import annotations
@@ -70,8 +71,18 @@ def _log(name: str, arguments: dict[str, Any]) -> None:
         os.fsync(log.fileno())
 
 
+def _variant() -> str:
+    """`MCP_VARIANT`, or the text of the file `MCP_VARIANT_FILE` (read at each listing,
+    so a test can change the list of a running server)."""
+    path = os.environ.get("MCP_VARIANT_FILE")
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as file:
+            return file.read().strip()
+    return os.environ.get("MCP_VARIANT", "")
+
+
 async def _list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=tools(os.environ.get("MCP_VARIANT", "")))
+    return types.ListToolsResult(tools=tools(_variant()))
 
 
 def _text(value: str, *, error: bool = False) -> types.CallToolResult:

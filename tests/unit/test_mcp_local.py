@@ -185,9 +185,7 @@ async def test_mcp_result_over_the_payload_limit_is_unknown_with_its_request_kep
 ) -> None:
     definition = Definition("mcp-big", mcp_servers=[McpServer("faulty")])
     model = ScriptedModel([reply.tool_calls(("faulty_big", {"size": 300_000})), reply.text("x")])
-    runner = runner_for(
-        runners, definition, model, log, payload_limit_bytes=200_000
-    )
+    runner = runner_for(runners, definition, model, log, payload_limit_bytes=200_000)
     run = await runner.start("mcp-big", "go")
     [unknown] = (await run.idle()).unknown_effects
     assert unknown.request.mcp is not None and unknown.request.mcp.name == "big"
