@@ -304,3 +304,17 @@ async def test_mcp_server_that_cannot_start_fails_the_call_definitely_nothing_se
     with pytest.raises(ScopeError, match="'faulty'") as refused:
         await runner.start("mcp-down", "go")
     assert refused.value.code == MCP_LIST_FAILED
+
+
+async def test_mcp_call_needs_the_server_permission_granted_nothing_sent_otherwise(
+    runners: list[LocalRunner], log: Path
+) -> None:
+    definition = Definition(
+        "mcp-grant", capabilities={"read"}, mcp_servers=[McpServer("faulty", permission="write")]
+    )
+    model = ScriptedModel([reply.tool_calls(("faulty_echo", {"text": "x"})), reply.text("ok")])
+    run = await runner_for(runners, definition, model, log).start("mcp-grant", "go")
+    assert (await run.result()).text == "ok"
+    [result] = model.requests[1].messages[-1].tool_results
+    assert result.is_error and "not authorized" in result.content.lower()
+    assert calls(log) == []
