@@ -6,6 +6,7 @@ The server's call log proves how often each call reached it."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -23,7 +24,7 @@ from scope_temporal import (
     tool,
 )
 from scope_temporal.errors import MCP_LIST_FAILED, MCP_LIST_INVALID, PAYLOAD_TOO_LARGE
-from scope_temporal.mcp import McpServer, McpStdio
+from scope_temporal.mcp import McpHttp, McpServer, McpStdio
 from scope_temporal.models import ScriptedModel, reply
 from scope_temporal.testing import LocalRunner
 
@@ -318,3 +319,41 @@ async def test_mcp_call_needs_the_server_permission_granted_nothing_sent_otherwi
     [result] = model.requests[1].messages[-1].tool_results
     assert result.is_error and "not authorized" in result.content.lower()
     assert calls(log) == []
+
+
+async def test_mcp_over_streamable_http_calls_once_and_headers_stay_on_the_worker(
+    runners: list[LocalRunner], log: Path
+) -> None:
+    import asyncio
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "MCP_CALL_LOG": str(log), "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.mcp_servers.faulty", "--http", str(port)], env=env
+    )
+    try:
+        for _ in range(100):  # until it accepts connections
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        definition = Definition("mcp-http", mcp_servers=[McpServer("faulty", permission="read")])
+        model = ScriptedModel(
+            [reply.tool_calls(("faulty_echo", {"text": "web"})), reply.text("ok")]
+        )
+        target = McpHttp(f"http://127.0.0.1:{port}/mcp", headers={"Authorization": "Bearer t"})
+        runner = LocalRunner(
+            definitions=[definition], models={"default": model}, mcp_servers={"faulty": target}
+        )
+        runners.append(runner)
+        assert (await (await runner.start("mcp-http", "go")).result()).text == "ok"
+        assert model.requests[1].messages[-1].tool_results[0].content == "web"
+        assert [c["tool"] for c in calls(log)] == ["echo"]
+    finally:
+        server.terminate()
+        server.wait(10)
