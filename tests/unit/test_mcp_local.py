@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from scope_temporal import (
+    ApprovalPolicy,
     ConfigurationError,
     Definition,
     ScopeError,
@@ -357,3 +358,38 @@ async def test_mcp_over_streamable_http_calls_once_and_headers_stay_on_the_worke
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_mcp_sdk_loads_only_when_a_connection_opens() -> None:
+    """The workflow side, the worker and LocalRunner import no `mcp` module until a
+    server is reached (the workflow sandbox never loads it)."""
+    import subprocess
+
+    code = (
+        "import sys, scope_temporal, scope_temporal.worker, scope_temporal.testing, "
+        "scope_temporal.workflows.interaction, scope_temporal.workflows.mcp_listing\n"
+        "from scope_temporal import Definition\n"
+        "from scope_temporal.mcp import McpServer\n"
+        "Definition('d', mcp_servers=[McpServer('time')])\n"
+        "loaded = sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.'))\n"
+        "assert not loaded, loaded\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+async def test_mcp_calls_fall_under_the_approval_policy_by_permission(
+    runners: list[LocalRunner], log: Path
+) -> None:
+    definition = Definition(
+        "mcp-approval",
+        approval=ApprovalPolicy.deny_writes(otherwise="deny"),
+        mcp_servers=[McpServer("faulty")],  # exec, the default
+    )
+    model = ScriptedModel([reply.tool_calls(("faulty_echo", {"text": "x"})), reply.text("ok")])
+    run = await runner_for(runners, definition, model, log).start("mcp-approval", "go")
+    assert (await run.result()).text == "ok"
+    [result] = model.requests[1].messages[-1].tool_results
+    assert result.is_error
+    assert calls(log) == []
