@@ -7,17 +7,20 @@ middleware runs around it, and the outcome is classified as for a local tool:
 
 - the server answered with a result -> success (its text content for the model; a
   structured result as JSON when it sent no text);
-- a result with `isError`, or a JSON-RPC error response (the server refused the call:
-  unknown tool, invalid params, its own error) -> `ToolFailure`: a definite failure the
-  model sees;
+- a result with `isError`, or a JSON-RPC error saying the server refused the call
+  (method not found, invalid params, or a code the server defines) -> `ToolFailure`: a
+  definite failure the model sees;
 - no connection could be opened (the request was never written) -> `ToolFailure` too,
   saying nothing was sent;
 - anything else once the request may have been written (the connection closed, the
   server died, the MCP SDK's timeout, a response that does not parse, cancellation)
   -> the outcome is unknown (`HostFailure`): an unknown Effect for a person to settle.
   The connection is dropped (the next call opens a new one) and this call is never sent
-  again. MCP's `CONNECTION_CLOSED` / `REQUEST_TIMEOUT` codes are produced locally by the
-  MCP SDK and may also be sent by a server: both read as unknown, the safe reading.
+  again. The JSON-RPC codes the MCP SDK also produces itself when a transport fails
+  (`AMBIGUOUS_CODES`: connection closed, request timeout, an HTTP error status read as an
+  internal error, a response that does not parse, an unexpected response) read as
+  unknown even when a server sent them: the safe reading, since an internal error may
+  come from a tool that had begun.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ from scope_temporal.tools.output import ToolOutput
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.tools.validation import decode_arguments
 
-_AMBIGUOUS_CODES = (-32000, -32001)  # mcp_types CONNECTION_CLOSED, REQUEST_TIMEOUT
+AMBIGUOUS_CODES = frozenset({-32000, -32001, -32600, -32603, -32700})
+"""CONNECTION_CLOSED, REQUEST_TIMEOUT, INVALID_REQUEST, INTERNAL_ERROR, PARSE_ERROR: codes
+the MCP SDK's client transports synthesize themselves (see the module docstring)."""
 
 
 class _Arguments(BaseModel):
@@ -71,7 +76,7 @@ class McpTool(Tool[..., Any]):
         try:
             result = await client.call_tool(record.name, arguments)
         except MCPError as error:
-            if error.code in _AMBIGUOUS_CODES:
+            if error.code in AMBIGUOUS_CODES:
                 await self._connections.drop(record.server, client)
                 raise HostFailure(_ambiguous(record, f"{error.message} ({error.code})")) from None
             raise ToolFailure(

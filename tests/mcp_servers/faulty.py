@@ -39,6 +39,7 @@ def tools(variant: str) -> list[types.Tool]:
         _tool("add", "Add two integers.", {"a": {"type": "integer"}, "b": {"type": "integer"}}),
         _tool("fail", "Report a tool error (isError).", text),
         _tool("refuse", "Answer with a JSON-RPC error.", text),
+        _tool("internal", "Answer with a JSON-RPC internal error.", text),
         _tool("hang", "Never answer.", text),
         _tool("crash", "Kill the server mid-call.", text, destructive_hint=True),
         _tool("big", "Return `size` bytes of text.", {"size": {"type": "integer"}}),
@@ -106,6 +107,8 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
         return _text(f"failed on purpose: {arguments.get('text')}", error=True)
     if name == "refuse":
         raise MCPError(code=-32602, message=f"refused on purpose: {arguments.get('text')}")
+    if name == "internal":
+        raise MCPError(code=-32603, message="internal error on purpose")
     if name == "hang":
         await anyio.sleep(3600)
     if name == "crash":

@@ -130,6 +130,18 @@ async def test_mcp_is_error_and_json_rpc_error_are_definite_failures_the_model_s
     assert run.snapshot().unknown_effects == []
 
 
+async def test_mcp_internal_error_is_unknown_it_may_come_from_a_tool_that_had_begun(
+    runners: list[LocalRunner], log: Path
+) -> None:
+    definition = Definition("mcp-internal", mcp_servers=[McpServer("faulty")])
+    model = ScriptedModel([reply.tool_calls(("faulty_internal", {"text": "i"})), reply.text("x")])
+    run = await runner_for(runners, definition, model, log).start("mcp-internal", "go")
+    [unknown] = (await run.idle()).unknown_effects
+    assert unknown.request.mcp is not None and unknown.request.mcp.name == "internal"
+    assert "-32603" in (unknown.diagnostic or "")
+    assert [c["tool"] for c in calls(log)] == ["internal"]
+
+
 async def test_mcp_arguments_failing_the_recorded_schema_are_rejected_before_any_call(
     runners: list[LocalRunner], log: Path
 ) -> None:
@@ -322,9 +334,11 @@ async def test_mcp_call_needs_the_server_permission_granted_nothing_sent_otherwi
     assert calls(log) == []
 
 
-async def test_mcp_over_streamable_http_calls_once_and_headers_stay_on_the_worker(
+async def test_mcp_over_streamable_http_calls_once_and_a_connection_cut_mid_call_is_unknown(
     runners: list[LocalRunner], log: Path
 ) -> None:
+    """McpHttp with headers; then the server process dies after receiving a call (the
+    connection is cut after the request was sent): unknown, received once."""
     import asyncio
     import socket
     import subprocess
@@ -343,18 +357,29 @@ async def test_mcp_over_streamable_http_calls_once_and_headers_stay_on_the_worke
                 break
             except OSError:
                 await asyncio.sleep(0.1)
-        definition = Definition("mcp-http", mcp_servers=[McpServer("faulty", permission="read")])
+        server_decl = McpServer("faulty", timeout=timedelta(seconds=15))
+        definition = Definition("mcp-http", mcp_servers=[server_decl])
         model = ScriptedModel(
-            [reply.tool_calls(("faulty_echo", {"text": "web"})), reply.text("ok")]
+            [
+                reply.tool_calls(("faulty_echo", {"text": "web"})),
+                reply.tool_calls(("faulty_crash", {"text": "cut"})),
+                reply.text("ok"),
+            ]
         )
         target = McpHttp(f"http://127.0.0.1:{port}/mcp", headers={"Authorization": "Bearer t"})
         runner = LocalRunner(
             definitions=[definition], models={"default": model}, mcp_servers={"faulty": target}
         )
         runners.append(runner)
-        assert (await (await runner.start("mcp-http", "go")).result()).text == "ok"
+        run = await runner.start("mcp-http", "go")
+        [unknown] = (await run.idle(timeout=30)).unknown_effects
         assert model.requests[1].messages[-1].tool_results[0].content == "web"
-        assert [c["tool"] for c in calls(log)] == ["echo"]
+        assert unknown.request.mcp is not None and unknown.request.mcp.name == "crash"
+        assert [c["tool"] for c in calls(log)] == ["echo", "crash"]
+        result = ToolResult(call_id=unknown.request.call.id, name="faulty_crash", content="ran")
+        await run.resolve(unknown, settle_tool_result(unknown.request, result, "succeeded"))
+        assert (await run.result()).text == "ok"
+        assert [c["tool"] for c in calls(log)] == ["echo", "crash"]
     finally:
         server.terminate()
         server.wait(10)
