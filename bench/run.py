@@ -41,6 +41,9 @@ Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
   history bound of 200 events: runs (continue-as-new), the most events and bytes of one
   run, history events per progress report; checkpoint and count carried over exactly
   (asserted; bench/task_progress.py).
+- mcp: W with its tool served by a local MCP server over stdio against W with the local
+  `@tool`, in each mapping: the ratio and the extra milliseconds per call
+  (bench/mcp_calls.py).
 
 The dev server runs with the settings of `scope_temporal.testing.devserver` (one
 task-queue partition, `history.transferProcessorMaxPollRPS=1000`).
@@ -75,7 +78,7 @@ from temporalio.worker import Worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package
 
-from bench import baselines, events, limits, task_progress, workload
+from bench import baselines, events, limits, mcp_calls, task_progress, workload
 from bench import sessions as session_bench
 from scope_temporal import (
     Definition,
@@ -497,6 +500,7 @@ ALL = (
     "long_state",
     "overload",
     "task_progress",
+    "mcp",
 )
 
 
@@ -536,6 +540,8 @@ async def main(quick: bool, only: tuple[str, ...], idle: int | None = None) -> N
             await task_progress.task_progress(
                 env, events=10_000, seconds=10 if quick else 30, bound=200, figure=figure
             )
+        if "mcp" in only:
+            await mcp_calls.mcp(env, runs=3 if quick else 5, figure=figure)
     finally:
         await env.shutdown()
 
