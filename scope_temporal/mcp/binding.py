@@ -6,8 +6,10 @@ tools they offer is known only once an Interaction fetched and recorded their li
 ToolSet holds those tools after the local ones, each an ordinary `ToolSpec` (its name
 prefixed, its schema the recorded one, its permission the server's), so admission,
 schema checks, approvals, budgets, grants and scheduling treat an MCP tool exactly as a
-local one. The bound Definition keeps the declared digest: the digest covers the
-declaration (which servers, allow lists, prefixes), the recorded list is in history.
+local one; a server declared with `approval="destructive"` adds the tools it does not
+mark harmless to the approval policy. The bound Definition keeps the declared digest: the
+digest covers the declaration (which servers, allow lists, prefixes), the recorded list
+is in history.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 
+from scope_temporal.approval import ApprovalPolicy
 from scope_temporal.definition import Definition, ToolSet
 from scope_temporal.mcp.values import McpListing, McpServer, McpToolRecord
 from scope_temporal.tools.spec import ToolSpec
@@ -57,7 +60,31 @@ def bound_definition(definition: Definition, listings: Iterable[McpListing] | No
     tools = McpToolSet(definition.tools, definition.mcp_servers, recorded)
     bound = copy.copy(definition)
     object.__setattr__(bound, "tools", tools)  # a copy of a frozen declaration, rebound once
+    object.__setattr__(bound, "approval", _approval(definition, tools))
     return bound
+
+
+def _approval(definition: Definition, tools: McpToolSet) -> ApprovalPolicy | None:
+    """The Definition's policy, also asking before the recorded tools whose server says
+    `approval="destructive"` / `"all"` (`McpServer.asks_before`)."""
+    declared = {server.name: server for server in definition.mcp_servers}
+    asked = {
+        record.tool
+        for record in tools.records.values()
+        if declared[record.server].asks_before(record)
+    }
+    policy = definition.approval
+    if not asked:
+        return policy
+    if policy is None:
+        return ApprovalPolicy(tools=asked)
+    return ApprovalPolicy(
+        require=policy.require,
+        tools=policy.tools | asked,
+        exempt=policy.exempt,
+        approver=policy.approver,
+        otherwise=policy.otherwise,
+    )
 
 
 def mcp_record(definition: Definition, tool_name: str) -> McpToolRecord | None:

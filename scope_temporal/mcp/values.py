@@ -44,6 +44,11 @@ class McpServer(BaseModel):
             own `readOnlyHint` is an untrusted hint and never lowers it).
         timeout: start-to-close limit of one call (default: the Definition's
             `tool_timeout`); a call over it is an unknown Effect, never re-sent.
+        approval: `"destructive"` (recommended) asks a person before each call of a tool
+            the server does not mark read-only or non-destructive (MCP's default for an
+            unannotated tool is destructive); `"all"` before every call; None (default)
+            leaves its tools to the Definition's `approval` policy alone. The hints are
+            the server's claims: they can only add an approval, never lift one.
 
     Raises:
         DefinitionError: a name that is not 1-32 letters, digits, `_` or `-`.
@@ -61,6 +66,8 @@ class McpServer(BaseModel):
     """The capability every call of this server's tools needs."""
     timeout: timedelta | None = None
     """Start-to-close limit of one call (None: the Definition's `tool_timeout`)."""
+    approval: Literal["destructive", "all"] | None = None
+    """Which of its tools ask a person before each call, over the Definition's policy."""
 
     def __init__(self, name: str, **options: Any) -> None:
         if not isinstance(name, str) or not _SERVER_NAME.match(name):
@@ -80,6 +87,10 @@ class McpServer(BaseModel):
         data = self.model_dump(mode="json")
         data["timeout"] = None if self.timeout is None else str(self.timeout)
         return data
+
+    def asks_before(self, record: McpToolRecord) -> bool:
+        """Whether a call of `record` needs approval under `approval`."""
+        return self.approval == "all" or (self.approval == "destructive" and record.destructive)
 
 
 class McpToolRecord(BaseModel):

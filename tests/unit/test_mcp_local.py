@@ -418,3 +418,25 @@ async def test_mcp_calls_fall_under_the_approval_policy_by_permission(
     [result] = model.requests[1].messages[-1].tool_results
     assert result.is_error
     assert calls(log) == []
+
+
+async def test_mcp_server_declared_to_approve_destructive_tools_asks_before_those_only(
+    runners: list[LocalRunner], log: Path
+) -> None:
+    definition = Definition(
+        "mcp-destructive", mcp_servers=[McpServer("faulty", approval="destructive")]
+    )
+    model = ScriptedModel(
+        [
+            reply.tool_calls(("faulty_echo", {"text": "safe"}), ("faulty_add", {"a": 1, "b": 1})),
+            reply.text("ok"),
+        ]
+    )
+    run = await runner_for(runners, definition, model, log).start("mcp-destructive", "go")
+    snap = await run.idle()
+    [pending] = snap.pending_tool_inputs  # `add` has no hints: destructive by MCP's default
+    assert pending.kind == "approval" and "faulty_add" in pending.process_id + str(pending.prompt)
+    assert [c["tool"] for c in calls(log)] == ["echo"]  # read-only: it did not wait
+    await run.answer(pending, "a1", {"decision": "approve", "reason": "fine"})
+    assert (await run.result()).text == "ok"
+    assert [c["tool"] for c in calls(log)] == ["echo", "add"]
