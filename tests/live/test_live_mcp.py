@@ -5,8 +5,10 @@ third-party server from the package index (`mcp-server-time`) called for real.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +169,24 @@ async def test_live_mcp_third_party_time_server_called_through_an_interaction(
     [result] = model.requests[1].messages[-1].tool_results
     assert not result.is_error
     assert json.loads(result.content)["timezone"] == "Europe/Paris"
+
+
+async def test_live_mcp_cancelling_the_interaction_sends_mcp_cancellation(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    log = tmp_path / "calls.jsonl"
+    definition = Definition(
+        "live-mcp-cancel",
+        mcp_servers=[McpServer("faulty")],
+        tool_heartbeat_timeout=timedelta(seconds=2),
+    )
+    model = ScriptedModel([reply.tool_calls(("faulty_hang", {"text": "long"})), reply.text("x")])
+    async with serving(
+        temporal_env, [definition], models={"default": model}, mcp_servers={"faulty": faulty(log)}
+    ) as scope:
+        handle = await scope.start("live-mcp-cancel", "go")
+        await eventually(lambda: asyncio.sleep(0, calls(log)), lambda c: c == ["hang"])
+        await handle.cancel()
+        await eventually(
+            lambda: asyncio.sleep(0, calls(log)), lambda c: c == ["hang", "cancelled"], timeout=20
+        )

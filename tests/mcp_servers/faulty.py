@@ -110,7 +110,11 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     if name == "internal":
         raise MCPError(code=-32603, message="internal error on purpose")
     if name == "hang":
-        await anyio.sleep(3600)
+        try:
+            await anyio.sleep(3600)
+        except anyio.get_cancelled_exc_class():  # MCP's notifications/cancelled reached it
+            _log("cancelled", arguments)
+            raise
     if name == "crash":
         os._exit(3)
     if name == "big":

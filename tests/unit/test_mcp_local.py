@@ -440,3 +440,23 @@ async def test_mcp_server_declared_to_approve_destructive_tools_asks_before_thos
     await run.answer(pending, "a1", {"decision": "approve", "reason": "fine"})
     assert (await run.result()).text == "ok"
     assert [c["tool"] for c in calls(log)] == ["echo", "add"]
+
+
+async def test_mcp_cancelling_the_interaction_sends_mcp_cancellation_to_the_running_call(
+    runners: list[LocalRunner], log: Path
+) -> None:
+    import asyncio
+
+    definition = Definition("mcp-cancel", mcp_servers=[McpServer("faulty")])
+    model = ScriptedModel([reply.tool_calls(("faulty_hang", {"text": "long"})), reply.text("x")])
+    run = await runner_for(runners, definition, model, log).start("mcp-cancel", "go")
+    for _ in range(100):
+        if calls(log):
+            break
+        await asyncio.sleep(0.1)
+    await run.cancel()
+    for _ in range(50):  # the server logs the cancellation it received
+        if len(calls(log)) == 2:
+            break
+        await asyncio.sleep(0.1)
+    assert [c["tool"] for c in calls(log)] == ["hang", "cancelled"]
