@@ -43,6 +43,8 @@ def tools(variant: str) -> list[types.Tool]:
         _tool("hang", "Never answer.", text),
         _tool("crash", "Kill the server mid-call.", text, destructive_hint=True),
         _tool("big", "Return `size` bytes of text.", {"size": {"type": "integer"}}),
+        _tool("sample", "Ask the client's model (sampling).", text),
+        _tool("elicit", "Ask the client's user (elicitation).", text),
     ]
     if variant == "changed":
         listed = [t for t in listed if t.name != "echo"]
@@ -117,9 +119,28 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
             raise
     if name == "crash":
         os._exit(3)
+    if name in ("sample", "elicit"):
+        return await _ask_client(ctx, name, str(arguments.get("text", "")))
     if name == "big":
         return _text("x" * int(arguments["size"]))
     raise MCPError(code=-32601, message=f"no tool {name!r}")
+
+
+async def _ask_client(ctx: Any, name: str, text: str) -> types.CallToolResult:
+    """Send the client a sampling or elicitation request mid-call; report what came back."""
+    try:
+        if name == "sample":
+            content = types.TextContent(type="text", text=text)
+            message = types.SamplingMessage(role="user", content=content)
+            await ctx.session.create_message(
+                [message], max_tokens=10, related_request_id=ctx.request_id
+            )
+        else:
+            schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+            await ctx.session.elicit_form(text, schema, related_request_id=ctx.request_id)
+    except Exception as error:
+        return _text(f"{name} refused by the client: {error}", error=True)
+    return _text(f"{name} answered")
 
 
 def server() -> Server[Any]:
