@@ -191,7 +191,8 @@ async def test_mcp_call_over_its_timeout_is_unknown_and_received_once(
     run = await runner_for(runners, definition, model, log).start("mcp-hang", "go")
     [unknown] = (await run.idle()).unknown_effects
     assert unknown.request.call.name == "faulty_hang"
-    assert [c["tool"] for c in calls(log)] == ["hang"]
+    # received once; a "cancelled" note may follow (the SDK's courtesy cancel on timeout)
+    assert [c["tool"] for c in calls(log) if c["tool"] != "cancelled"] == ["hang"]
 
 
 async def test_mcp_result_over_the_payload_limit_is_unknown_with_its_request_kept(
