@@ -44,6 +44,9 @@ Prints one `name=value` line per figure, e.g. `overhead_ratio_on_demand=1.21`:
   history bound of 200 events: runs (continue-as-new), the most events and bytes of one
   run, history events per progress report; checkpoint and count carried over exactly
   (asserted; bench/task_progress.py).
+- mcp: W with its tool served by a local MCP server over stdio against W with the local
+  `@tool`, in each mapping: the ratio and the extra milliseconds per call
+  (bench/mcp_calls.py).
 
 The dev server runs with the settings of `scope_temporal.testing.devserver` (one
 task-queue partition, `history.transferProcessorMaxPollRPS=1000`).
@@ -81,7 +84,7 @@ from temporalio.worker import Worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package
 
-from bench import baselines, events, ledger, limits, task_progress, workload
+from bench import baselines, events, ledger, limits, mcp_calls, task_progress, workload
 from bench import sessions as session_bench
 from bench.workload import rounds_plan
 from scope_temporal import (
@@ -526,6 +529,7 @@ ALL = (
     "overload",
     "task_progress",
     "ledger",
+    "mcp",
 )
 
 
@@ -569,6 +573,8 @@ async def main(quick: bool, only: tuple[str, ...], idle: int | None = None) -> N
             await ledger.ledger(
                 env, at_once=10 if quick else 40, figure=figure, server_cpu=server_cpu_seconds
             )
+        if "mcp" in only:
+            await mcp_calls.mcp(env, runs=3 if quick else 5, figure=figure)
     finally:
         await env.shutdown()
 

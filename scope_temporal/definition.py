@@ -28,6 +28,7 @@ from scope_temporal.delegates import Delegate as Delegate  # re-exported: its ol
 from scope_temporal.delegates import capabilities_of
 from scope_temporal.errors import DefinitionError
 from scope_temporal.frozen import Frozen, freeze_json
+from scope_temporal.mcp.values import McpServer
 from scope_temporal.models import retry
 from scope_temporal.outputs import CompletionCandidate, CompletionDecision
 from scope_temporal.tools.budget import ToolBudget
@@ -142,6 +143,18 @@ def _frozen_options(options: Options) -> Options:
     """The options with the values of any extra (provider-specific) fields frozen."""
     extra = options.model_extra or {}
     return options.model_copy(update={k: freeze_json(v) for k, v in extra.items()})
+
+
+def _checked_mcp_servers(name: str, servers: Sequence[McpServer]) -> tuple[McpServer, ...]:
+    """The MCP servers a Definition uses (docs/mcp.md), each named once."""
+    listed = tuple(servers)
+    names = [s.name if isinstance(s, McpServer) else repr(s) for s in listed]
+    if any(not isinstance(s, McpServer) for s in listed) or len(set(names)) < len(names):
+        raise DefinitionError(
+            f"Definition {name!r}: mcp_servers={names} must be McpServer values with "
+            "distinct names."
+        )
+    return listed
 
 
 class _Given(Generic[In, Out]):
@@ -302,6 +315,9 @@ class Definition(Frozen):
     worker's payload limit: one over it is an unknown Effect held with its request for the
     host (`interaction.payload.too_large`), as over the payload limit. None: the worker's
     payload limit."""
+    mcp_servers: _Given[Sequence[McpServer], tuple[McpServer, ...]] = _Given(())
+    """MCP servers whose tools the model may call, by the names a worker reaches them
+    under (docs/mcp.md)."""
     digest: str = field(init=False)
     """The sha256 of `declaration()`: recorded by each Interaction, checked on replay."""
 
@@ -357,6 +373,7 @@ class Definition(Frozen):
         self.options = _frozen_options(self.__dict__["options"] or Options())
         self.output_schema = freeze_json(self.output_schema)
         self.fallback_models = tuple(self.fallback_models)
+        self.mcp_servers = _checked_mcp_servers(name, self.mcp_servers)
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()

@@ -60,6 +60,9 @@ TOOL_WAIT_UNKNOWN = "tool.wait.unknown"
 TOOL_ANSWER_INVALID = "tool.answer.invalid"
 TOOL_APPROVAL_DENIED = "tool.approval.denied"
 TOOL_BUDGET_EXHAUSTED = "tool.budget.exhausted"
+# MCP servers (docs/mcp.md): a tool list that could not be fetched, or was refused
+MCP_LIST_FAILED = "tool.mcp.list_failed"
+MCP_LIST_INVALID = "tool.mcp.list_invalid"
 # Background tasks
 TASK_LOST = "tool.background.lost"
 TASK_NOT_FOUND = "tool.background.not_found"
@@ -120,6 +123,8 @@ CODE_KINDS: dict[str, FailureKind] = {
     # Denied by a person, the approver hook or the policy: the host's decision.
     TOOL_APPROVAL_DENIED: "host",
     TOOL_BUDGET_EXHAUSTED: "quota",
+    MCP_LIST_FAILED: "external",
+    MCP_LIST_INVALID: "external",
     TASK_LOST: "external",
     TASK_NOT_FOUND: "contract",
     TASK_ENDED: "contract",

@@ -23,6 +23,7 @@ from scope_temporal.interaction.session_values import SessionState
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.task_values import AttemptPlan, TaskState, YieldMode
 from scope_temporal.interaction.tool_call import ToolAttempt
+from scope_temporal.mcp.values import McpListing
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.tools.outcome import InputRequired, ProgressSummary, TaskLaunch, Unknown
 from scope_temporal.wire import Derivation, Derived
@@ -48,6 +49,9 @@ class RunSettings(_Payload):
     """The run shows who needs a person (`interaction.attention`): its children report to
     it, and its `ScopeStatus` says `waiting_input` / `unknown` for the whole tree. False
     in histories recorded before: those runs replay as they ran (lifecycle only)."""
+    mcp_tools: tuple[McpListing, ...] | None = None
+    """The tool lists of the Definition's MCP servers, fetched when the run started
+    (`scope.mcp.list`); None: not fetched (the Definition declares no MCP server)."""
 
 
 class InteractionInput(_Payload):
@@ -195,6 +199,8 @@ class ModelActivityInput(_Payload, Derived):
     instructed: bool = False
     """A session's turn: the request opens with the Definition's instructions (the worker
     takes them from the registered Definition, whose digest pins them)."""
+    mcp_tools: tuple[McpListing, ...] = ()
+    """The recorded MCP tool lists (the manifest lists their tools after the local ones)."""
 
     @property
     def own_prefix(self) -> int:

@@ -33,6 +33,8 @@ from scope_temporal.converter import with_scope_converter
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ConfigurationError, DefinitionError
 from scope_temporal.loop_watch import LoopWatch
+from scope_temporal.mcp.connections import McpConnections
+from scope_temporal.mcp.values import McpTarget
 from scope_temporal.models.protocol import Model
 from scope_temporal.names import DEFAULT_TASK_QUEUE
 from scope_temporal.observers import ObserverFailure, ObserverHub
@@ -126,6 +128,8 @@ class ScopeWorker:
             Definitions, so the digest and authority checks are the same as anywhere.
             A tool declared with `@tool(task_queue=...)` runs only on the workers of that
             queue: start one with role `activities` (or `all`) there.
+        mcp_servers: how this worker reaches each MCP server its Definitions name
+            (`McpStdio` / `McpHttp`, docs/mcp.md); commands, URLs and headers stay here.
         worker_options: passed on to Temporal's `Worker`. Without `tuner=` or a
             `max_concurrent_*` option, its slots are sized from the CPU count
             (`scope_temporal.sizing`: 4 workflow tasks and 32 activities per CPU), so
@@ -166,6 +170,7 @@ class ScopeWorker:
         deployment: str | None = None,
         build_id: str | None = None,
         role: WorkerRole = "all",
+        mcp_servers: Mapping[str, McpTarget] | None = None,
         **worker_options: Any,
     ) -> None:
         if role not in get_args(WorkerRole):
@@ -187,6 +192,9 @@ class ScopeWorker:
         self.tools = ToolRegistry(tools)
         reducers = dict(reducers or {})
         _check_bindings(definitions, self.tools, models, reducers)
+        serving = definitions if role != "workflows" else ()  # the calls run elsewhere
+        self.mcp = McpConnections(mcp_servers or {}, serving=serving)
+        """The MCP servers this worker reaches, and its open connections (docs/mcp.md)."""
         self.client = with_scope_converter(client, storage)
         if payload_limit_bytes is None:
             offloads = self.client.data_converter.external_storage is not None
@@ -222,8 +230,9 @@ class ScopeWorker:
             middleware=middleware,
             observers=self._observers,
             background=runtime,
+            mcp=self.mcp,
         )
-        remote = [activities.model, activities.tool, tasks.attempt]
+        remote = [activities.model, activities.tool, activities.mcp_list, tasks.attempt]
         if role == "activities":
             served: dict[str, Any] = {"activities": remote}
         else:
@@ -299,6 +308,7 @@ class ScopeWorker:
             await asyncio.gather(*(w.run() for w in self._workers))
         finally:
             await self.loop_watch.stop()
+            await self.mcp.aclose()
 
     async def shutdown(self) -> None:
         await asyncio.gather(*(w.shutdown() for w in self._workers))
@@ -329,6 +339,7 @@ class ScopeWorker:
         await self.loop_watch.stop()
         for worker in reversed(self._workers):
             await worker.__aexit__(exc_type, exc, tb)
+        await self.mcp.aclose()
 
 
 def _check_bindings(

@@ -19,6 +19,7 @@ from scope_temporal.context_refs import ContextChain, prefix_digest
 from scope_temporal.definition import Definition
 from scope_temporal.interaction import rules
 from scope_temporal.interaction.effects import ModelEffectRequest
+from scope_temporal.mcp.binding import bound_definition
 from scope_temporal.payloads import ModelActivityInput
 
 PrefixFetcher = Callable[[str, int, int], Awaitable[list[Message]]]
@@ -69,6 +70,7 @@ class ModelRequestBuilder:
                 f"runs digest {input.digest[:12]}); serve the same Definitions on every "
                 "worker of the task queue."
             )
+        definition = bound_definition(definition, input.mcp_tools)
         manifest = rules.manifest(definition, list(input.advertised))
         if isinstance(manifest, str):
             raise RequestMismatch(manifest)

@@ -30,6 +30,9 @@ from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.chat import Message
 from scope_temporal.interaction.effects import ModelHostFailed, ModelResponded
 from scope_temporal.interaction.events import TextEvent
+from scope_temporal.mcp.connections import McpConnections
+from scope_temporal.mcp.listing import list_tools
+from scope_temporal.mcp.values import McpListInput, McpListOutcome
 from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveTextBuffer
 from scope_temporal.observers import ObserverHub
@@ -136,8 +139,10 @@ class ScopeActivities:
         middleware: Sequence[Middleware],
         observers: ObserverHub,
         background: BackgroundRuntime,
+        mcp: McpConnections | None = None,
     ) -> None:
         self.registry = registry
+        self.mcp = mcp or McpConnections({})
         self.background = background
         self.models = dict(models)
         self.reducers = dict(reducers)
@@ -152,6 +157,11 @@ class ScopeActivities:
         """Echo a run's settings (the Definition's digest, the payload limit, the served
         delegates) so their first values are recorded in history."""
         return settings
+
+    @activity.defn(name=names.MCP_LIST_ACTIVITY)
+    async def mcp_list(self, input: McpListInput) -> McpListOutcome:
+        """Fetch and check the tool lists of a Definition's MCP servers (docs/mcp.md)."""
+        return await list_tools(input, registry=self.registry, connections=self.mcp)
 
     @activity.defn(name=names.MODEL_ACTIVITY)
     async def model(self, input: ModelActivityInput) -> ModelResult:
@@ -220,6 +230,7 @@ class ScopeActivities:
                 self.background, tasks=TemporalTaskAccess(activity.client())
             ),
             around=_Heartbeat(input.heartbeat).around,
+            mcp=self.mcp,
         )
 
 

@@ -32,7 +32,7 @@ from scope_temporal.driver.calls import run_delegate, run_tool_call
 from scope_temporal.driver.carry import CarryCheck, carried
 from scope_temporal.driver.inputs import check_size, check_steer_room, model_settlement_for
 from scope_temporal.driver.model_calls import ModelCaller
-from scope_temporal.driver.start import changed_definition
+from scope_temporal.driver.start import adopt_settings
 from scope_temporal.driver.submits import Submissions
 from scope_temporal.driver.transport import InteractionTransport
 from scope_temporal.driver.turn_room import next_call_bytes
@@ -114,7 +114,7 @@ class InteractionDriver:
     def begin(self, recorded: RunSettings) -> Failure | None:
         """Adopt the settings recorded for this run, and deliver the signals held until
         now; or the failure if the Definition changed since they were recorded."""
-        changed = changed_definition(self.machine.definition, recorded)
+        changed = adopt_settings(self.machine, recorded)
         if changed is not None:
             return changed
         self._settings = recorded

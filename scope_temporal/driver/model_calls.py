@@ -29,6 +29,7 @@ from scope_temporal.interaction.effects import (
     WaitRetry,
 )
 from scope_temporal.interaction.machine import InteractionMachine
+from scope_temporal.mcp.binding import listings_of
 from scope_temporal.payloads import ContextPage, ContextPageRequest, ModelActivityInput
 
 
@@ -113,7 +114,7 @@ class ModelCaller:
             advertised=machine.advertised,
             heartbeat=machine.definition.model_heartbeat_timeout,
             events_to=events_to,
-        )
+        ).model_copy(update={"mcp_tools": listings_of(machine.definition)})
         # Only what is new crosses the engine; the whole conversation may outgrow a
         # payload (the model's own context window is its bound), a single new message may not.
         refused = oversized(

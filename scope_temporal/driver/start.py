@@ -13,6 +13,7 @@ from scope_temporal.definition import Definition
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction import rules
 from scope_temporal.interaction.machine import InteractionMachine
+from scope_temporal.mcp.binding import bound_definition
 from scope_temporal.outputs import Failure
 from scope_temporal.payloads import InteractionInput, RunSettings
 from scope_temporal.registry import Registry
@@ -82,4 +83,22 @@ def changed_definition(definition: Definition, recorded: RunSettings) -> Failure
     )
 
 
-__all__ = ["changed_definition", "open_machine", "settings_of"]
+def adopt_settings(machine: InteractionMachine, recorded: RunSettings) -> Failure | None:
+    """Check the recorded settings against the machine's Definition and bind the MCP
+    tool lists they recorded into it (`scope_temporal.mcp.binding`); or why the run
+    cannot go on (its Definition changed, or its MCP tools were never listed)."""
+    definition = machine.definition
+    changed = changed_definition(definition, recorded)
+    if changed is not None:
+        return changed
+    if definition.mcp_servers and recorded.mcp_tools is None:
+        return Failure.of(
+            errors.MCP_LIST_FAILED,
+            f"Definition {definition.name!r} uses MCP servers, but this run's tool lists "
+            "were not fetched (only a root Interaction lists them in a LocalRunner).",
+        )
+    machine.definition = bound_definition(definition, recorded.mcp_tools)
+    return None
+
+
+__all__ = ["adopt_settings", "changed_definition", "open_machine", "settings_of"]

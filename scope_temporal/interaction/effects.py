@@ -18,6 +18,7 @@ from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, Response, ToolCall
 from scope_temporal.context_refs import BaseRef
 from scope_temporal.interaction.approvals import ApprovalGate
+from scope_temporal.mcp.values import McpToolRecord
 from scope_temporal.models.not_called import NotCalled
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import Failure, Output
@@ -115,6 +116,8 @@ class ToolEffectRequest(_Frozen, Derived):
     """What this call may use, allocated by its Interaction's Definition (`tool_budget`)."""
     incarnation: int = 1
     """The Interaction's run that made the call (`Attribution.incarnation`)."""
+    mcp: McpToolRecord | None = None
+    """The recorded MCP tool the call reaches (None: a local tool); see docs/mcp.md."""
 
 
 _ATTRIBUTION = {"attempt": 1, "incarnation": 1}

@@ -43,6 +43,7 @@ from scope_temporal.interaction.effects import (
 from scope_temporal.interaction.scheduling import startable
 from scope_temporal.interaction.snapshot import RoundResults
 from scope_temporal.interaction.state import CallSlot, InteractionState, OpenRound
+from scope_temporal.mcp.binding import mcp_record
 from scope_temporal.outputs import Artifact, Failure
 from scope_temporal.tools import rejections
 from scope_temporal.tools.context import ToolInvocation
@@ -172,6 +173,7 @@ def tool_request(
         context=s.run_context,
         budget=definition.tool_budget,
         incarnation=s.incarnation,
+        mcp=mcp_record(definition, slot.call.name),
     )
 
 

@@ -42,6 +42,7 @@ from scope_temporal.interaction.effects import (
     ToolSettlement,
 )
 from scope_temporal.interaction.events import Event, TextEvent
+from scope_temporal.mcp.connections import McpConnections
 from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveText, LiveTextBuffer
 from scope_temporal.observers import ObserverHub
@@ -67,11 +68,9 @@ from scope_temporal.tools.registry import ToolRegistry
 class LocalWorker(Protocol):
     """What a local run is served with (`LocalRunner` has it): as a worker's."""
 
-    @property
-    def registry(self) -> Registry: ...
-
-    @property
-    def tools(self) -> ToolRegistry: ...
+    registry: Registry
+    tools: ToolRegistry
+    mcp: McpConnections
 
     @property
     def models(self) -> Mapping[str, Model]: ...
@@ -345,6 +344,7 @@ class LocalTransport(NeverEvicted):
             middleware=runner.middleware,
             observers=runner.observers,
             runtime=self._engine.tasks.runtime,
+            mcp=runner.mcp,
         )
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:

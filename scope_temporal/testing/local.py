@@ -19,6 +19,8 @@ from scope_temporal.chat import Message, Options
 from scope_temporal.definition import Definition
 from scope_temporal.driver.history_limits import check_continue_as_new_every
 from scope_temporal.interaction.session_values import SessionSnapshot
+from scope_temporal.mcp.connections import McpConnections
+from scope_temporal.mcp.values import McpTarget
 from scope_temporal.models.protocol import Model
 from scope_temporal.observers import ObserverHub
 from scope_temporal.outputs import Failure
@@ -26,6 +28,7 @@ from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.payloads import InteractionInput, SessionInput
 from scope_temporal.registry import Registry
 from scope_temporal.run_context import check_run_context
+from scope_temporal.testing.local_mcp import local_mcp_settings
 from scope_temporal.testing.local_run import LocalRun
 from scope_temporal.testing.local_session import LocalSession, SharedSession
 from scope_temporal.tools.middleware import Middleware
@@ -57,8 +60,11 @@ class LocalRunner:
         observers: Sequence[Any] = (),
         middleware: Sequence[Middleware] = (),
         payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
+        mcp_servers: Mapping[str, McpTarget] | None = None,
     ) -> None:
         self.registry = Registry(definitions, payload_limit=payload_limit_bytes)
+        self.mcp = McpConnections(mcp_servers or {}, serving=self.registry.definitions)
+        """The MCP servers reached in-process, as a worker's (`aclose()` stops them)."""
         tools = list(tools)
         if any(d.binds_background_tools for d in self.registry.definitions):
             tools += TASK_TOOLS
@@ -150,6 +156,9 @@ class LocalRunner:
             )
         self._runs += 1
         run = LocalRun(self, id or f"local-{self._runs}")
+        settings = await local_mcp_settings(self.registry, definition, self.mcp)
+        if isinstance(settings, Failure):
+            raise errors.refusal(settings.code, settings.message)
         opened = run.engine.open_interaction(
             run.id,
             InteractionInput(
@@ -158,12 +167,17 @@ class LocalRunner:
                 context=checked,
                 approved_tools=tuple(approved_tools),
                 options=options,
+                settings=settings,
             ),
         )
         if isinstance(opened, Failure):
             raise errors.refusal(opened.code, opened.message)
         run._started(opened)
         return run
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers started for this runner (`mcp_servers`)."""
+        await self.mcp.aclose()
 
 
 __all__ = ["LocalRun", "LocalRunner"]

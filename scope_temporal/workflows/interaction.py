@@ -21,6 +21,7 @@ from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.events import FailedEvent
 from scope_temporal.interaction.snapshot import ProcessSnapshot
+from scope_temporal.mcp.values import McpListRefused
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
     ContextPage,
@@ -36,6 +37,7 @@ from scope_temporal.payloads import (
 from scope_temporal.workflows import inputs, serving
 from scope_temporal.workflows.events import SentEvents, TreeStream
 from scope_temporal.workflows.eviction import evicted
+from scope_temporal.workflows.mcp_listing import with_mcp_tools
 from scope_temporal.workflows.outcomes import failure_error, update_rejection
 from scope_temporal.workflows.task_commands import (
     CommandsInTask,
@@ -90,7 +92,11 @@ class InteractionWorkflow(CommandsInTask):
         if driver is None:
             startup = self._startup_failure or Failure.of(errors.STATE_INVALID, "did not start")
             raise await self._failed(startup)
-        changed = driver.begin(input.settings or await self._record(driver))
+        settings = input.settings or await self._record(driver)
+        listed = await with_mcp_tools(driver.machine.definition, settings)
+        if isinstance(listed, McpListRefused):
+            raise await self._failed(Failure.of(listed.code, listed.message))
+        changed = driver.begin(listed)
         if self._stream is not None:
             self._stream.open()
         if changed is not None:

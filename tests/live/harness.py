@@ -78,6 +78,7 @@ def in_mode(definition: Definition, mode: ToolCallWorkflows) -> Definition:
         max_total_tokens=definition.max_total_tokens,
         tool_budget=definition.tool_budget,
         max_response_bytes=definition.max_response_bytes,
+        mcp_servers=definition.mcp_servers,
     )
 
 

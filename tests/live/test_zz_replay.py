@@ -41,7 +41,7 @@ from scope_temporal.names import (
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.testing.replay import history_task_queue, replay_history
 from tests.faults import figures, scenario
-from tests.live import loss_worker, task_loss_worker
+from tests.live import loss_worker, mcp_worker, task_loss_worker
 from tests.live.harness import (
     CHECKED_BY_THEIR_TEST,
     CONVERTER_BY_QUEUE,
@@ -175,6 +175,8 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             definitions = [
                 in_mode(d, MODE_BY_QUEUE.get(queue, "on_demand")) for d in loss_worker.DEFINITIONS
             ]
+        elif queue.startswith("mcp-loss-"):  # the MCP worker-loss subprocesses
+            definitions = [in_mode(mcp_worker.DEFINITION, MODE_BY_QUEUE.get(queue, "always"))]
         elif queue.startswith("taskloss-"):  # the background worker-loss subprocesses
             definitions = task_loss_worker.DEFINITIONS
         elif queue.startswith(("fault-", "fleet-")):  # fault-injection worker processes

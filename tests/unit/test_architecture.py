@@ -63,13 +63,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "background.progress",
             "background.handle",
             "background.materializer",
+            "mcp.values",
         ),
     ),
-    ("definition", ("approval", "delegates", "definition", "registry")),
+    ("definition", ("approval", "delegates", "definition", "registry", "mcp.binding")),
     ("core", ("interaction",)),
     ("protocol", ("payloads", "settle", "background.envelopes")),
     ("driver", ("driver",)),
-    ("sides", ("workflows", "activities", "background", "tasks", "update_retry", "telemetry")),
+    (
+        "sides",
+        ("workflows", "activities", "background", "tasks", "update_retry", "telemetry", "mcp"),
+    ),
     (
         "shell",
         (
@@ -99,6 +103,7 @@ FACES = frozenset(
         "scope_temporal.snapshots",
         "scope_temporal.testing",
         "scope_temporal.tools",
+        "scope_temporal.mcp",
     }
 )
 WORKFLOW_SIDE = ("workflows",)
@@ -111,6 +116,9 @@ ACTIVITY_SIDE = (
     "background.serving",
     "background.task_tools",
     "background.tool",
+    "mcp.connections",
+    "mcp.listing",
+    "mcp.calls",
 )
 NEVER: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
     (

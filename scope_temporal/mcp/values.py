@@ -1,0 +1,201 @@
+"""MCP servers as values: what a Definition declares, what a worker resolves, what is recorded.
+
+Pure and workflow-safe: nothing here imports the `mcp` package or does I/O. Three kinds
+of value live here, by who holds them:
+
+- `McpServer` is what a Definition declares: a server *name* (the worker resolves it),
+  which of its tools to offer (`allow`), the prefix their names get, and the permission
+  their calls need. No command line, URL or credential: those never enter history.
+- `McpStdio` / `McpHttp` are how a worker reaches a named server
+  (`ScopeWorker(mcp_servers={"time": McpStdio(...)})`); they stay on the worker.
+- `McpToolRecord` / `McpListing` are a server's tool list as it was fetched (activity
+  `scope.mcp.list`) and checked, recorded in the Interaction's history, so replay and
+  continue-as-new see the same list even after the server changed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from scope_temporal.errors import DefinitionError
+
+McpPermission = Literal["read", "write", "exec"]
+
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+
+class McpServer(BaseModel):
+    """One MCP server a Definition uses, by the name the worker resolves.
+
+    Args:
+        name: the server's name on the worker (`ScopeWorker(mcp_servers={name: ...})`).
+        allow: the server's tool names (its own, unprefixed) the Definition offers; None
+            offers every tool it lists. A name here the server does not list is refused
+            when the list is fetched (the Interaction fails before its first model call).
+        prefix: put before each tool name the model sees (default `"<name>_"`), so two
+            servers cannot collide with each other or with local tools.
+        permission: the capability a call needs (default `exec`, the safest; a server's
+            own `readOnlyHint` is an untrusted hint and never lowers it).
+        timeout: start-to-close limit of one call (default: the Definition's
+            `tool_timeout`); a call over it is an unknown Effect, never re-sent.
+        approval: `"destructive"` (recommended) asks a person before each call of a tool
+            the server does not mark read-only or non-destructive (MCP's default for an
+            unannotated tool is destructive); `"all"` before every call; None (default)
+            leaves its tools to the Definition's `approval` policy alone. The hints are
+            the server's claims: they can only add an approval, never lift one.
+
+    Raises:
+        DefinitionError: a name that is not 1-32 letters, digits, `_` or `-`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    """The name the worker resolves (never a command line or URL)."""
+    allow: tuple[str, ...] | None = None
+    """The server's tools offered (None: all it lists)."""
+    prefix: str | None = None
+    """Put before each tool's name (None: `"<name>_"`)."""
+    permission: McpPermission = "exec"
+    """The capability every call of this server's tools needs."""
+    timeout: timedelta | None = None
+    """Start-to-close limit of one call (None: the Definition's `tool_timeout`)."""
+    approval: Literal["destructive", "all"] | None = None
+    """Which of its tools ask a person before each call, over the Definition's policy."""
+
+    def __init__(self, name: str, **options: Any) -> None:
+        if not isinstance(name, str) or not _SERVER_NAME.match(name):
+            raise DefinitionError(
+                f"MCP server name {name!r} must be 1-32 letters, digits, '_' or '-' (it is "
+                "the name the worker resolves, not a command line or URL)."
+            )
+        super().__init__(name=name, **options)
+
+    @property
+    def tool_prefix(self) -> str:
+        """What the model-visible name of each of its tools starts with."""
+        return f"{self.name}_" if self.prefix is None else self.prefix
+
+    def declaration(self) -> dict[str, Any]:
+        """The declaration as JSON for the Definition's digest."""
+        data = self.model_dump(mode="json")
+        data["timeout"] = None if self.timeout is None else str(self.timeout)
+        return data
+
+    def asks_before(self, record: McpToolRecord) -> bool:
+        """Whether a call of `record` needs approval under `approval`."""
+        return self.approval == "all" or (self.approval == "destructive" and record.destructive)
+
+
+class McpToolRecord(BaseModel):
+    """One tool of a server's recorded list, as the model and the call see it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    server: str
+    """The server's name (as the Definition declares it)."""
+    name: str
+    """The tool's name on the server (what `tools/call` sends)."""
+    tool: str
+    """The name the model calls it by (the prefix, then `name`)."""
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    """The arguments' JSON schema as the server listed it (checked valid)."""
+    annotations: dict[str, Any] = {}
+    """The server's hints (`readOnlyHint`, `destructiveHint`, ...): untrusted, they never
+    make a call retry or lower its permission; an approval policy may read them."""
+
+    @property
+    def destructive(self) -> bool:
+        """What the server claims (MCP's default when it says nothing: destructive)."""
+        if self.annotations.get("readOnlyHint") is True:
+            return False
+        return self.annotations.get("destructiveHint", True) is not False
+
+
+class McpListing(BaseModel):
+    """One server's tools as fetched and checked for an Interaction (in its history)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    server: str
+    tools: tuple[McpToolRecord, ...] = ()
+
+
+class McpListInput(BaseModel):
+    """`scope.mcp.list`: fetch the tool lists of a Definition's MCP servers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    definition: str
+    digest: str
+    """The worker refuses to list for another version of the Definition."""
+
+
+class McpListed(BaseModel):
+    """Every server listed, each list checked."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["listed"] = "listed"
+    listings: tuple[McpListing, ...]
+
+
+class McpListRefused(BaseModel):
+    """A list could not be fetched, or was refused; the Interaction fails with `code`
+    before its first model call (nothing ran)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["refused"] = "refused"
+    code: str
+    message: str
+
+
+McpListOutcome = McpListed | McpListRefused
+
+
+@dataclass(frozen=True)
+class McpStdio:
+    """A server the worker starts as a subprocess and talks to over stdin/stdout.
+
+    The process is started on the first call that needs it and reused; one that died is
+    started again for the next call (the call it was running is an unknown Effect).
+    """
+
+    command: str
+    args: Sequence[str] = ()
+    env: Mapping[str, str] | None = None
+    """The environment of the process (None: the MCP SDK's safe default subset)."""
+    cwd: str | None = None
+
+
+@dataclass(frozen=True)
+class McpHttp:
+    """A server reached over streamable HTTP at `url`, with `headers` (e.g. a bearer
+    token: it stays on the worker, never in history)."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+McpTarget = McpStdio | McpHttp
+
+__all__ = [
+    "McpHttp",
+    "McpListInput",
+    "McpListOutcome",
+    "McpListRefused",
+    "McpListed",
+    "McpListing",
+    "McpServer",
+    "McpStdio",
+    "McpTarget",
+    "McpToolRecord",
+]
