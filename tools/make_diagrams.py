@@ -83,8 +83,7 @@ def render(module: ModuleType) -> str:
         f"{summary}\n\n"
         "Each arrow is a legal (phase, event) pair and a phase the event may lead to "
         "(`transitions.py`); any other pair is refused. "
-        f"Source: [`{module.__name__.replace('.', '/')}.py`]"
-        f"(../../{module.__name__.replace('.', '/')}.py).\n\n"
+        f"Source: `{module.__name__.replace('.', '/')}.py`.\n\n"
         "```mermaid\n" + "\n".join(lines) + "\n```\n"
     )
 

@@ -33,7 +33,7 @@ _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 class McpServer(BaseModel):
     """One MCP server a Definition uses, by the name the worker resolves.
 
-    Args:
+    Attributes:
         name: the server's name on the worker (`ScopeWorker(mcp_servers={name: ...})`).
         allow: the server's tool names (its own, unprefixed) the Definition offers; None
             offers every tool it lists. A name here the server does not list is refused
