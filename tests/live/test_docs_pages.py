@@ -4,15 +4,24 @@ other server block run to its end (the convention in tests/docs_blocks.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
+import runpy
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from scope_temporal import Definition
+from scope_temporal.testing.replay import history_task_queue, replay_history
 from tests.docs_blocks import REPO, blocks, file_of, pages, write_file
+from tests.live.harness import CHECKED_BY_THEIR_TEST
 
 PAGES = [page for page in pages() if any(b.mode == "server" for b in blocks(page))]
 
@@ -65,11 +74,72 @@ def replay(page: Path, folder: Path, address: str) -> dict[str, str]:
     return outputs
 
 
+@contextmanager
+def importable(folder: Path) -> Iterator[None]:
+    """The page's folder on sys.path, and the modules imported from it forgotten after."""
+    before = set(sys.modules)
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(folder))
+        for name in set(sys.modules) - before:
+            module_file = getattr(sys.modules[name], "__file__", None) or ""
+            if module_file.startswith(str(folder)):
+                del sys.modules[name]
+
+
+def definitions_of(folder: Path, monkeypatch: pytest.MonkeyPatch) -> list[Definition]:
+    """Every Definition the page's files declare, as they stand at the end of the page
+    (each program's `asyncio.run(main())` is not run: only its declarations are read)."""
+
+    def declare_only(coroutine: Any) -> None:
+        coroutine.close()
+
+    found: dict[str, Definition] = {}
+    with monkeypatch.context() as patch, importable(folder):
+        patch.setattr(asyncio, "run", declare_only)
+        for path in sorted(folder.glob("*.py")):
+            if path.name.startswith("test_"):
+                continue
+            for value in runpy.run_path(str(path), run_name="docs_page_file").values():
+                if isinstance(value, Definition):
+                    found[value.name] = value
+    return list(found.values())
+
+
+async def replay_what_the_page_ran(
+    env: WorkflowEnvironment, folder: Path, started_before: set[str], queues: set[str],
+    definitions: list[Definition],
+) -> int:  # fmt: skip
+    """Replay every workflow the page's programs ran (on the page's task queues) with the
+    page's own Definitions; the suite's replay test leaves them to this one."""
+    replayed = 0
+    async for execution in env.client.list_workflows():
+        if execution.id in started_before or execution.task_queue not in queues:
+            continue
+        CHECKED_BY_THEIR_TEST.add(execution.id.split("/")[0])
+        history = await env.client.get_workflow_handle(
+            execution.id, run_id=execution.run_id
+        ).fetch_history()
+        assert history_task_queue(history) in queues
+        result = await replay_history(history, definitions)
+        assert result.replay_failure is None, (execution.id, folder, result.replay_failure)
+        replayed += 1
+    return replayed
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
-def test_the_server_blocks_of_each_docs_page_run_as_written(
-    page: Path, tmp_path: Path, temporal_env: WorkflowEnvironment
+async def test_the_server_blocks_of_each_docs_page_run_as_written(
+    page: Path, tmp_path: Path, temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    outputs = replay(page, tmp_path, temporal_env.client.service_client.config.target_host)
+    before = {execution.id async for execution in temporal_env.client.list_workflows()}
+    address = temporal_env.client.service_client.config.target_host
+    outputs = await asyncio.to_thread(replay, page, tmp_path, address)
+    queues = set(re.findall(r'task_queue="([^"]+)"', page.read_text()))
+    definitions = definitions_of(tmp_path, monkeypatch)
+    replayed = await replay_what_the_page_ran(temporal_env, tmp_path, before, queues, definitions)
+    assert replayed >= 1, f"{page}: its programs ran no workflow on {sorted(queues)}"
     if page.name == "tutorial.md":
         assert outputs["host.py"].startswith("Order A-1 is shipped. (2 model calls, id helpdesk-")
         assert "asked: Allow refund_order" in outputs["approve.py"]

@@ -87,7 +87,10 @@ async def test_c9_live_model_activity_timeout_is_unknown(
         snap = await handle.snapshot()
         assert [u.effect_id for u in snap.unknown_effects] == [unknown.effect_id]
         assert snap.status == "waiting" and len(model.requests) == 1
-        await handle.resolve(unknown, settle_model_result(unknown.request, reply.text("late")))
+        await handle.resolve(
+            unknown,
+            settle_model_result(unknown.request, reply.text("late"), unknown.request.messages),
+        )
         out = await handle.result()
     assert out.text == "late" and out.model_calls == 1
     assert len(model.requests) == 1

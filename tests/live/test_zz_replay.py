@@ -51,6 +51,7 @@ from tests.live.harness import (
     REGISTRY_BY_QUEUE,
     STORAGE_BY_QUEUE,
     eventually,
+    fresh_id,
     in_mode,
     serving,
 )
@@ -139,6 +140,10 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
         handle = await scope.start("replay-me", [Message.user("go")])
         await handle.result()
         await eventually(handle.snapshot, lambda s: [t.status for t in s.tasks] == ["completed"])
+        # and a session with one turn, ended
+        session = scope.session("replay-me", id=fresh_id("replay-chat"))
+        await (await session.send("go", message_id="m1")).result()
+        await session.end()
 
     async def visible() -> list[str]:
         return [e.id async for e in temporal_env.client.list_workflows()]

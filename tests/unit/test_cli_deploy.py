@@ -36,8 +36,20 @@ def test_compose_file_validates() -> None:
     assert done.returncode == 0, done.stderr
     config = json.loads(done.stdout)
     services = config["services"]
-    assert set(services) == {"postgresql", "temporal", "register", "temporal-ui", "worker"}
-    assert services["temporal"]["image"].startswith("temporalio/auto-setup:")
+    assert set(services) == {
+        "postgresql",
+        "temporal-schema",
+        "temporal",
+        "register",
+        "temporal-ui",
+        "worker",
+    }
+    # the schema is set up by admin-tools before the server starts (no auto-setup image)
+    assert services["temporal-schema"]["image"].startswith("temporalio/admin-tools:")
+    assert services["temporal"]["depends_on"]["temporal-schema"]["condition"] == (
+        "service_completed_successfully"
+    )
+    assert services["temporal"]["image"].startswith("temporalio/server:")
     assert services["temporal"]["environment"]["DB"] == "postgres12"
     assert services["temporal-ui"]["image"].startswith("temporalio/ui:")
     worker = services["worker"]
