@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 FIGURES = json.loads((REPO / "docs" / "figures.json").read_text())["figures"]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-QUOTE = re.compile(r"(?P<number>\d[\d,]*(?:\.\d+)?)?<!-- fig (?P<name>[\w]+) -->")
+QUOTE = re.compile(r"(?P<number>\d[\d,]*(?:\.\d+)?)?<!-- fig (?P<name>[\w.]+) -->")
 
 
 def misquoted(text: str, figures: dict[str, dict[str, object]]) -> list[str]:
