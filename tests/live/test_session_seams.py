@@ -27,9 +27,10 @@ from scope_temporal import (
 )
 from scope_temporal.driver import session as session_driver
 from scope_temporal.payloads import InteractionInput
+from scope_temporal.testing.replay import replay_history
 from scope_temporal.workflows import events as stream_module
 from scope_temporal.workflows.session_transport import SessionTemporalTransport
-from tests.live.harness import eventually, fresh_id, serving
+from tests.live.harness import CHECKED_BY_THEIR_TEST, eventually, fresh_id, serving
 
 WAIT = 30.0
 
@@ -135,6 +136,12 @@ async def test_seam_11_a_subscriber_follows_turns_sent_right_after_the_last_one_
             assert [(e.turn, e.offset) for e in resumed] == [
                 (e.turn, e.offset) for e in seen if (e.turn, e.offset) > (1, 0)
             ]
+            # the slowed engine is part of these histories: they replay here, with it
+            CHECKED_BY_THEIR_TEST.add(session.id)
+            for workflow_id in [session.id] + [f"{session.id}/turn/{n}" for n in range(1, 4)]:
+                history = await temporal_env.client.get_workflow_handle(workflow_id).fetch_history()
+                replayed = await replay_history(history, [TALK])
+                assert replayed.replay_failure is None, (workflow_id, replayed.replay_failure)
 
 
 async def test_seam_10_from_the_start_a_turn_continued_as_new_reads_what_it_retains(
