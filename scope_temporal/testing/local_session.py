@@ -76,6 +76,9 @@ class _SessionTransport(LocalTransport):
         ended = task.result()
         return Ended(ended.message, ended.code) if isinstance(ended, Failure) else ended
 
+    def asks_steer_answers(self) -> bool:
+        return True
+
     def handlers_finished(self) -> bool:
         return True  # a local send takes its message synchronously
 
