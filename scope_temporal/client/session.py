@@ -259,7 +259,9 @@ class SessionHandle:
 
     async def end(self, reason: str = "ended by the host") -> None:
         """End the session: a running turn is cancelled, then it takes no more messages.
-        Ending an ended session does nothing.
+        Returns once the session has ended (its snapshot says `ended`), or, should its
+        turn's cancellation take longer, after about 10 s with the end taken. Ending an
+        ended session does nothing.
 
         `end` wins: once it returns, every `send` on this id is refused with
         `SessionEnded`. Before any message (no session runs on this id yet) it starts
@@ -271,22 +273,25 @@ class SessionHandle:
             InteractionNotFound: no session has this id and this handle cannot start one
                 (it came from `get_session`).
         """
+        payload = SessionEndInput(reason=reason)
         if self._start is not None:
-            await self._with_start(names.SESSION_END, SessionEndInput(reason=reason), type(None))
-            return
-        try:
-            await execute_update(
-                self._workflow(), names.SESSION_END, SessionEndInput(reason=reason)
-            )
-        except WorkflowUpdateFailedError as error:
-            raise typed_refusal(error) from error
-        except RPCError as error:
-            if error.status != RPCStatusCode.NOT_FOUND:
-                raise
+            await self._with_start(names.SESSION_END, payload, type(None))
+        else:
             try:
-                await self._workflow().describe()
-            except RPCError:
-                raise errors.InteractionNotFound(f"No session {self.id!r}.") from error
+                await execute_update(self._workflow(), names.SESSION_END, payload)
+            except WorkflowUpdateFailedError as error:
+                raise typed_refusal(error) from error
+            except RPCError as error:
+                if error.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                try:
+                    await self._workflow().describe()
+                except RPCError:
+                    raise errors.InteractionNotFound(f"No session {self.id!r}.") from error
+        for _ in range(_CATCH_UP_POLLS):  # its running turn is being cancelled
+            if (await self._query_snapshot()).status in ("ended", "failed"):
+                return
+            await asyncio.sleep(_CATCH_UP_SECONDS)
 
     def events(
         self, after: SessionPosition | tuple[int, int] | None = None
