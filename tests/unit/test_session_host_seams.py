@@ -151,3 +151,6 @@ async def test_seam_04_a_steer_the_turn_waiting_on_an_approval_would_refuse_is_r
     snap = await session.idle()
     assert [t.status for t in snap.turns] == ["completed"]
     assert (snap.queued, snap.unanswered) == ((), ())
+    # continued as new after the turn (every=1), the session goes on from its transcript
+    nxt = await asyncio.wait_for(session.send("next", message_id="m3"), WAIT)
+    assert (await nxt.result(timeout=WAIT)).text == "3 user messages"
