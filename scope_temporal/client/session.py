@@ -55,7 +55,12 @@ from scope_temporal.payloads import (
     SessionInput,
     SessionSend,
 )
-from scope_temporal.update_retry import TOO_SOON_PAUSES, execute_update, sent_too_soon
+from scope_temporal.update_retry import (
+    TOO_SOON_PAUSES,
+    aborted_with_its_task,
+    execute_update,
+    sent_too_soon,
+)
 
 _R = TypeVar("_R")
 _QUERY_TIMEOUT = timedelta(seconds=10)
@@ -209,7 +214,8 @@ class SessionHandle:
 
     async def _with_start(self, update: str, payload: BaseModel, result_type: type[_R]) -> _R:
         """Update-with-start (`send`, `end`), again if it met the session between two runs
-        (continuing as new), or in a busy task: the message id makes a repeat of a send
+        (continuing as new), in a busy task, or with a workflow task that failed (the
+        update aborted, nothing applied): the message id makes a repeat of a send
         safe, and an end is idempotent.
 
         Raises:
@@ -238,6 +244,9 @@ class SessionHandle:
                 if attempt == _DELIVERY_ATTEMPTS or not await self._running():
                     raise _Closed() from None
             except RPCError as error:
+                if aborted_with_its_task(error) and attempt < _DELIVERY_ATTEMPTS:
+                    await asyncio.sleep(TOO_SOON_PAUSES[attempt - 1])  # not applied: again
+                    continue
                 raise ScopeError(
                     f"Session {self.id!r} could not be reached: {error.message}. Nothing "
                     "was applied; call again (a message with the same message id)."
