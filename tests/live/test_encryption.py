@@ -266,9 +266,8 @@ async def test_an_encryption_codec_on_client_and_worker_keeps_every_payload_encr
         for event in history.events
         if event.HasField("workflow_execution_failed_event_attributes")
     ]
-    assert (
-        failed.HasField("encoded_attributes") and SECRETS["delegate-failure"] not in failed.message
-    )
+    assert failed.HasField("encoded_attributes"), "a failure message is in plaintext in history"
+    assert SECRETS["delegate-failure"] not in failed.message
     raw = b"".join(raw_bytes(h) for h in histories.values())
     decoded = b"".join([await decoded_bytes(h) for h in histories.values()])
     leaked = [name for name, secret in SECRETS.items() if secret.encode() in raw]

@@ -21,6 +21,7 @@ from scope_temporal import (
     settle_tool_result,
     tool,
 )
+from scope_temporal.interaction.effects import ToolEffectRequest
 from tests.live.harness import eventually, serving
 
 runs: dict[str, int] = {}
@@ -40,6 +41,14 @@ async def flaky(kind: str) -> str:
     if kind == "host":
         raise HostFailure("the payment gateway did not answer")
     raise RuntimeError("connection reset mid-write")
+
+
+@tool(permission="read", execution="parallel")
+async def stuck(name: str) -> str:
+    """Never answers within its timeout."""
+    runs[name] = runs.get(name, 0) + 1
+    await asyncio.sleep(30)
+    raise AssertionError("unreachable")
 
 
 def has_unknown(snap: TreeSnapshot) -> bool:
@@ -94,6 +103,39 @@ async def test_c9_live_model_activity_timeout_is_unknown(
         out = await handle.result()
     assert out.text == "late" and out.model_calls == 1
     assert len(model.requests) == 1
+
+
+async def test_c19_live_tool_activity_timeout_is_unknown_and_never_entered_again(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    from datetime import timedelta
+
+    runs.clear()
+    model = ScriptedModel([reply.tool_calls(("stuck", {"name": "s"})), reply.text("done")])
+    definition = Definition("stuck", tools=[stuck], tool_timeout=timedelta(seconds=1))
+    async with serving(
+        temporal_env, [definition], tools=[stuck], models={"default": model}
+    ) as scope:
+        handle = await scope.start("stuck", "go")
+        # until it is unknown, or the body is entered again (a retried activity)
+        snap = await eventually(
+            handle.snapshot, lambda snap: has_unknown(snap) or runs.get("s", 0) > 1
+        )
+        # the body was entered once: Temporal did not retry the timed-out activity
+        assert runs == {"s": 1}, f"the tool body was entered {runs['s']} times"
+        [unknown] = snap.unknown_effects
+        assert unknown.kind == "tool" and "START_TO_CLOSE" in unknown.diagnostic
+        # past another timeout and any retry wait, it is still that one unknown, waiting
+        await asyncio.sleep(2.5)
+        snap = await handle.snapshot()
+        assert [u.effect_id for u in snap.unknown_effects] == [unknown.effect_id]
+        assert snap.status == "waiting" and runs == {"s": 1}
+        assert isinstance(unknown.request, ToolEffectRequest)
+        result = ToolResult(call_id=unknown.request.call.id, name="stuck", content="settled")
+        await handle.resolve(unknown, settle_tool_result(unknown.request, result, "succeeded"))
+        out = await handle.result()
+    assert out.text == "done" and len(model.requests) == 2
+    assert runs == {"s": 1}
 
 
 async def test_c10_live_resolving_a_model_unknown_continues_without_calling_the_model(
