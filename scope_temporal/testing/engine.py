@@ -52,6 +52,7 @@ from scope_temporal.payloads import (
     ModelActivityInput,
     ResolveInput,
     SteerInput,
+    TaskAttemptInput,
     TaskInput,
     ToolActivityInput,
     ToolCallInput,
@@ -59,7 +60,7 @@ from scope_temporal.payloads import (
 )
 from scope_temporal.registry import Registry
 from scope_temporal.testing.local_events import TreeLogs
-from scope_temporal.testing.local_tasks import LocalTasks, NeverEvicted
+from scope_temporal.testing.local_tasks import LocalAttempt, LocalTasks
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.outcome import AttemptOutcome
 from scope_temporal.tools.registry import ToolRegistry
@@ -106,31 +107,12 @@ class LocalEngine:
         self.live: dict[str, LiveText] = {}  # streamed text of model calls in flight
         self.logs = TreeLogs()  # each tree's events, by root Interaction
         self.transport = LocalTransport(self)
-        self.tasks = LocalTasks(
-            runner.tools, self.spawn, self.transport, self.steer, self.tell_session
-        )
+        self.tasks = LocalTasks(runner.tools, self.spawn, self.transport)
         self.idle = asyncio.Event()
         self.idle.set()
         self._running: set[asyncio.Task[Any]] = set()
         self._busy = 0
         self._waiting: list[tuple[Callable[[], bool], asyncio.Future[None], bool]] = []
-
-    def steer(self, process_id: str, input: SteerInput) -> bool:
-        """Steer a running Interaction of the run; False if it is not there or refused."""
-        process = self.processes.get(process_id)
-        if not isinstance(process, InteractionDriver):
-            return False
-        try:
-            process.validate_steer(input)
-        except ScopeError:
-            return False
-        process.steer_update(input)
-        return True
-
-    def tell_session(self, session_id: str, input: SteerInput) -> bool:
-        """Give a session of the run a task's notification; False if it is not there."""
-        session = self.sessions.get(session_id)
-        return session is not None and session.notice(input)
 
     # --- scheduling ------------------------------------------------------------------
 
@@ -254,8 +236,11 @@ class LocalEngine:
                 process.reject(payload.signal_id, "steer", process.steer_refusal())
 
 
-class LocalTransport(NeverEvicted):
-    """The drivers' transport in-process (see `driver.transport`)."""
+class LocalTransport:
+    """The drivers' transport in-process (see `driver.transport`): one for every process
+    of the run, Interactions, Tool calls and background tasks alike (a session's adds its
+    turns). No worker caches a run, none keeps a history, and a host's input is taken
+    synchronously: what those decide on Temporal is constant here."""
 
     def __init__(self, engine: LocalEngine) -> None:
         self._engine = engine
@@ -268,6 +253,9 @@ class LocalTransport(NeverEvicted):
 
     def show(self, details: str) -> None:
         """Nothing shows a local run's details."""
+
+    def evicted(self) -> bool:
+        return False
 
     def warn(self, message: str) -> None:
         _log.warning(message)
@@ -388,8 +376,39 @@ class LocalTransport(NeverEvicted):
     def history_usage(self) -> HistoryUsage:
         return NO_HISTORY
 
+    def task_history(self) -> None:
+        """A task keeps no history here: it never continues as new."""
+
+    def handlers_finished(self) -> bool:
+        return True
+
     async def continue_as_new(self, input: InteractionInput) -> NoReturn:
         raise _ContinueAsNew(input)
+
+    async def continue_task_as_new(self, next_input: Callable[[], TaskInput]) -> None:
+        """Never asked: a task without history is never due."""
+
+    # --- background tasks ------------------------------------------------------------
+
+    def start_attempt(
+        self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
+    ) -> LocalAttempt:
+        return LocalAttempt(self._engine.tasks, input)
+
+    async def notify(self, process_id: str, input: SteerInput) -> bool:
+        process = self._engine.processes.get(process_id)
+        if not isinstance(process, InteractionDriver):
+            return False
+        try:
+            process.validate_steer(input)
+        except ScopeError:  # refused
+            return False
+        process.steer_update(input)
+        return True
+
+    async def notify_session(self, session_id: str, input: SteerInput) -> bool:
+        session = self._engine.sessions.get(session_id)
+        return session is not None and session.notice(input)
 
 
 async def _delivered() -> None:

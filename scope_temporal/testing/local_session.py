@@ -76,9 +76,6 @@ class _SessionTransport(LocalTransport):
         ended = task.result()
         return Ended(ended.message, ended.code) if isinstance(ended, Failure) else ended
 
-    def handlers_finished(self) -> bool:
-        return True  # a local send takes its message synchronously
-
     async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
         raise _CarriedSession(input)
 
