@@ -37,9 +37,6 @@ class SessionTemporalTransport(TemporalTransport):
             started=started,
         )
 
-    def handlers_finished(self) -> bool:
-        return workflow.all_handlers_finished()
-
     async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
         command_issued()
         workflow.continue_as_new(input)

@@ -13,13 +13,12 @@ from collections.abc import Callable, Coroutine, Sequence
 from datetime import timedelta  # deterministic: a value type, no clock
 from typing import Any, NoReturn, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
     ChildWorkflowError,
-    TimeoutError,
 )
 
 from scope_temporal import names
@@ -45,14 +44,10 @@ from scope_temporal.interaction.effects import (
     ToolSettlement,
 )
 from scope_temporal.interaction.events import Event
-from scope_temporal.interaction.task_values import AttemptReport
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
-    HeartbeatState,
     InteractionInput,
     ModelActivityInput,
-    SteerInput,
-    TaskAttemptInput,
     TaskInput,
     ToolActivityInput,
     ToolCallInput,
@@ -68,7 +63,7 @@ from scope_temporal.tools.outcome import (
     Unknown,
 )
 from scope_temporal.workflows import serving
-from scope_temporal.workflows.ended import child_end, describe_activity_error, lost
+from scope_temporal.workflows.ended import child_end, lost
 from scope_temporal.workflows.events import NoEvents, Outlet, TreeStream
 from scope_temporal.workflows.eviction import being_evicted
 from scope_temporal.workflows.task_commands import command_issued
@@ -76,12 +71,6 @@ from scope_temporal.workflows.task_commands import command_issued
 R = TypeVar("R")
 
 _ONCE = RetryPolicy(maximum_attempts=1)
-_ADOPT_PICKUP = timedelta(seconds=10)
-"""How long an adoption may wait for the worker holding the live run to pick it up."""
-
-
-NOTICES_PATCH = "scope.task.notices"
-"""Tasks recorded before lifecycle notifications replay without them."""
 
 
 class TemporalTransport:
@@ -218,10 +207,8 @@ class TemporalTransport:
         )
 
     async def signal(self, process_id: str, signal: str, payload: Any) -> None:
-        command_issued()
-        try:
-            await workflow.get_external_workflow_handle(process_id).signal(signal, payload)
-        except Exception as error:  # the child ended meanwhile: nothing to deliver to
+        error = await signal_workflow(process_id, signal, payload)
+        if error is not None:  # the child ended meanwhile: nothing to deliver to
             workflow.logger.info("signal %s to %s not delivered: %s", signal, process_id, error)
 
     async def cancel_task(self, task_id: str) -> None:
@@ -245,6 +232,9 @@ class TemporalTransport:
     def continue_as_new_suggested(self) -> bool:
         return workflow.info().is_continue_as_new_suggested()
 
+    def handlers_finished(self) -> bool:
+        return workflow.all_handlers_finished()
+
     def history_usage(self) -> HistoryUsage:
         info = workflow.info()
         return HistoryUsage(
@@ -258,65 +248,6 @@ class TemporalTransport:
             input = input.model_copy(update={"stream": self.events.carried()})
         command_issued()
         workflow.continue_as_new(input)
-
-    # --- background attempts ---------------------------------------------------------
-
-    async def notify(self, process_id: str, input: SteerInput) -> bool:
-        command_issued()  # the patch marker, then the signal
-        if not workflow.patched(NOTICES_PATCH):  # a task recorded before notifications
-            return True
-        try:
-            await workflow.get_external_workflow_handle(process_id).signal(names.STEER, input)
-        except Exception:  # it has ended (or never was): the signal was not delivered
-            return False
-        return True
-
-    def start_attempt(
-        self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
-    ) -> _Attempt:
-        plan = input.plan
-        command_issued()
-        return _Attempt(
-            workflow.start_activity(
-                names.TASK_ATTEMPT_ACTIVITY,
-                input,
-                result_type=AttemptReport,
-                task_queue=plan.queue,
-                start_to_close_timeout=start_to_close,
-                schedule_to_start_timeout=_ADOPT_PICKUP if plan.mode == "adopt" else None,
-                heartbeat_timeout=input.heartbeat,
-                retry_policy=_retry(plan.max_attempts),
-                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                summary=summary,
-            )
-        )
-
-
-class _Attempt:
-    """A background attempt in flight: the `scope.task.attempt` activity."""
-
-    def __init__(self, handle: workflow.ActivityHandle[AttemptReport]) -> None:
-        self._handle = handle
-
-    def cancel(self) -> None:
-        self._handle.cancel()
-
-    async def report(self) -> AttemptReport:
-        """The attempt's report; an attempt without one is lost (with its last checkpoint)."""
-        try:
-            return await self._handle
-        except ActivityError as error:
-            checkpoint = None
-            cause = error.cause
-            if isinstance(cause, TimeoutError) and cause.last_heartbeat_details:
-                try:
-                    beat = HeartbeatState.model_validate(cause.last_heartbeat_details[0])
-                except ValidationError:  # not ours: recover from the last known checkpoint
-                    beat = HeartbeatState()
-                checkpoint = beat.checkpoint
-            return AttemptReport(
-                attempt=0, lost=describe_activity_error(error), checkpoint=checkpoint
-            )
 
 
 async def _once(
@@ -351,6 +282,17 @@ async def _once(
         return lost(error)
 
 
+async def signal_workflow(workflow_id: str, signal: str, payload: Any) -> Exception | None:
+    """Signal another workflow: None, or why it was not delivered (the workflow has ended,
+    or never was)."""
+    command_issued()
+    try:
+        await workflow.get_external_workflow_handle(workflow_id).signal(signal, payload)
+    except Exception as error:
+        return error
+    return None
+
+
 async def run_child(
     workflow_type: str,
     input: BaseModel,
@@ -383,14 +325,4 @@ async def run_child(
     return result
 
 
-def _retry(max_attempts: int) -> RetryPolicy:
-    """Temporal may repeat an attempt only for recoverable tools (`max_attempts > 1`)."""
-    return RetryPolicy(
-        maximum_attempts=max_attempts,
-        initial_interval=timedelta(seconds=1),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=10),
-    )
-
-
-__all__ = ["TemporalTransport", "run_child"]
+__all__ = ["TemporalTransport", "run_child", "signal_workflow"]
