@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import timedelta
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn
 
 from scope_temporal import errors, names
-from scope_temporal.activities.model_call import ContextReducer, model_once
+from scope_temporal.activities.model_call import model_once
+from scope_temporal.activities.served import Served
 from scope_temporal.activities.tool_attempt import attempt_once
 from scope_temporal.chat import Message
 from scope_temporal.context_refs import BaseRef, prefix_digest
@@ -42,10 +43,7 @@ from scope_temporal.interaction.effects import (
     ToolSettlement,
 )
 from scope_temporal.interaction.events import Event, TextEvent
-from scope_temporal.mcp.connections import McpConnections
-from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveText, LiveTextBuffer
-from scope_temporal.observers import ObserverHub
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
     InteractionInput,
@@ -58,32 +56,12 @@ from scope_temporal.payloads import (
     ToolCallInput,
     ToolInputAnswer,
 )
-from scope_temporal.registry import Registry
 from scope_temporal.testing.local_events import TreeLogs
 from scope_temporal.testing.local_tasks import LocalAttempt, LocalTasks
-from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.outcome import AttemptOutcome
-from scope_temporal.tools.registry import ToolRegistry
 
-
-class LocalWorker(Protocol):
-    """What a local run is served with (`LocalRunner` has it): as a worker's."""
-
-    registry: Registry
-    tools: ToolRegistry
-    mcp: McpConnections
-
-    @property
-    def models(self) -> Mapping[str, Model]: ...
-
-    @property
-    def reducers(self) -> Mapping[str, ContextReducer]: ...
-
-    @property
-    def observers(self) -> ObserverHub: ...
-
-    @property
-    def middleware(self) -> Sequence[Middleware]: ...
+LocalWorker = Served
+"""What a local run is served with (`LocalRunner` has it): a worker's parts."""
 
 
 _log = logging.getLogger("scope_temporal.testing")
@@ -304,14 +282,7 @@ class LocalTransport:
             self.publish([TextEvent(process_id=request.process_id, model_call_seq=seq, text=text)])
 
         try:
-            return await model_once(
-                request,
-                models=runner.models,
-                reducers=runner.reducers,
-                observers=runner.observers,
-                limit=runner.registry.response_limit(request.definition),
-                on_delta=publish,
-            )
+            return await model_once(request, runner, on_delta=publish)
         finally:
             live.pop(request.process_id, None)
 
@@ -324,16 +295,8 @@ class LocalTransport:
         task_queue: str | None = None,
     ) -> AttemptOutcome | Lost:
         del task_queue  # in-process, one pool runs every tool
-        runner = self._engine.runner
-        return await attempt_once(
-            input.attempt,
-            registry=runner.registry,
-            tools=runner.tools,
-            middleware=runner.middleware,
-            observers=runner.observers,
-            runtime=self._engine.tasks.runtime,
-            mcp=runner.mcp,
-        )
+        engine = self._engine
+        return await attempt_once(input.attempt, engine.runner, runtime=engine.tasks.runtime)
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:
         await asyncio.sleep(delay.total_seconds())
