@@ -4,38 +4,19 @@ continue-as-new."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NoReturn
 
 from temporalio import workflow
 
-from scope_temporal import names
-from scope_temporal.driver.transport import ChildEnd
-from scope_temporal.outputs import Output
-from scope_temporal.payloads import InteractionInput, SessionInput
+from scope_temporal.payloads import SessionInput
 from scope_temporal.workflows.task_commands import command_issued
-from scope_temporal.workflows.temporal import TemporalTransport, run_child
+from scope_temporal.workflows.temporal import TemporalTransport
 
 
 class SessionTemporalTransport(TemporalTransport):
     """`SessionTransport` on Temporal: each turn is a child `scope.Interaction`."""
 
-    async def run_turn(
-        self,
-        input: InteractionInput,
-        *,
-        process_id: str,
-        summary: str,
-        started: Callable[[], None],
-    ) -> Output | ChildEnd:
-        return await run_child(
-            names.INTERACTION_WORKFLOW,
-            input,
-            Output,
-            id=process_id,
-            summary=summary,
-            started=started,
-        )
+    run_turn = TemporalTransport.run_delegate  # a turn is a child Interaction
 
     async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
         command_issued()

@@ -191,7 +191,7 @@ class TemporalTransport:
         return None
 
     async def run_tool_call(self, input: ToolCallInput, *, summary: str) -> CallSettled | ChildEnd:
-        return await run_child(
+        return await _run_child(
             names.TOOL_CALL_WORKFLOW,
             input,
             CallSettled,
@@ -200,10 +200,21 @@ class TemporalTransport:
         )
 
     async def run_delegate(
-        self, input: InteractionInput, *, process_id: str, summary: str
+        self,
+        input: InteractionInput,
+        *,
+        process_id: str,
+        summary: str,
+        started: Callable[[], None] | None = None,
     ) -> Output | ChildEnd:
-        return await run_child(
-            names.INTERACTION_WORKFLOW, input, Output, id=process_id, summary=summary
+        """A child `scope.Interaction` (a delegate, or a session's turn: `started`)."""
+        return await _run_child(
+            names.INTERACTION_WORKFLOW,
+            input,
+            Output,
+            id=process_id,
+            summary=summary,
+            started=started,
         )
 
     async def signal(self, process_id: str, signal: str, payload: Any) -> None:
@@ -293,7 +304,7 @@ async def signal_workflow(workflow_id: str, signal: str, payload: Any) -> Except
     return None
 
 
-async def run_child(
+async def _run_child(
     workflow_type: str,
     input: BaseModel,
     result_type: type[R],
@@ -325,4 +336,4 @@ async def run_child(
     return result
 
 
-__all__ = ["TemporalTransport", "run_child", "signal_workflow"]
+__all__ = ["TemporalTransport", "signal_workflow"]
