@@ -23,24 +23,14 @@ from temporalio.exceptions import (
 
 from scope_temporal import names
 from scope_temporal.driver.history_limits import HistoryUsage
-from scope_temporal.driver.transport import (
-    ChildEnd,
-    EffectRequest,
-    Lost,
-    OutcomeKind,
-    Refused,
-)
+from scope_temporal.driver.transport import ChildEnd, EffectRequest, Lost, OutcomeKind, Refused
 from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
-    ModelHostFailed,
-    ModelNotRun,
     ModelOutcome,
     ModelResend,
-    ModelResponded,
     ModelSettlement,
-    ModelUnknown,
     ToolSettlement,
 )
 from scope_temporal.interaction.events import Event
@@ -53,15 +43,7 @@ from scope_temporal.payloads import (
     ToolCallInput,
 )
 from scope_temporal.telemetry import workflow_counters
-from scope_temporal.tools.outcome import (
-    AttemptOutcome,
-    Backgrounded,
-    Failed,
-    InputRequired,
-    Rejected,
-    Succeeded,
-    Unknown,
-)
+from scope_temporal.tools.outcome import AttemptOutcome
 from scope_temporal.workflows import serving
 from scope_temporal.workflows.ended import child_end, lost
 from scope_temporal.workflows.events import NoEvents, Outlet, TreeStream
@@ -141,7 +123,7 @@ class TemporalTransport:
         outcome: ModelOutcome | Lost = await _once(
             names.MODEL_ACTIVITY,
             input,
-            ModelResponded | ModelHostFailed | ModelUnknown | ModelNotRun,
+            ModelOutcome,
             start_to_close=timeout,
             heartbeat=input.heartbeat,
             summary=summary,
@@ -159,7 +141,7 @@ class TemporalTransport:
         outcome: AttemptOutcome | Lost = await _once(
             names.TOOL_ACTIVITY,
             input,
-            Succeeded | Failed | Rejected | InputRequired | Unknown | Backgrounded,
+            AttemptOutcome,
             start_to_close=start_to_close,
             heartbeat=input.heartbeat,
             summary=summary,
