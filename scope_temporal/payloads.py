@@ -6,6 +6,7 @@ Fields can be added compatibly; every payload is JSON (pydantic data converter).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar
 
@@ -31,6 +32,20 @@ from scope_temporal.wire import Derivation, Derived
 
 class _Payload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a child process's news goes. One value in the drivers; on the wire, the
+    flat fields `events_to`, `report_to` and `session_id` of `ToolCallInput`,
+    `TaskInput` and `InteractionInput` (as every history holds them)."""
+
+    events_to: str | None = None
+    """The workflow hosting the tree's event stream (None: the process reports nothing)."""
+    report_to: str | None = None
+    """The Interaction to tell what the process needs from a person (None: nobody)."""
+    session_id: str | None = None
+    """The session of the Interaction's turn: a background task started notifies it."""
 
 
 class RunSettings(_Payload):
@@ -156,6 +171,11 @@ class ToolCallInput(_Payload, Derived):
     fixed when the call starts; None: the Interaction's own."""
     session_id: str | None = None
     """The session of the Interaction's turn (a task the call starts notifies it)."""
+
+    @property
+    def route(self) -> Route:
+        """Where the call's news goes, and a task it starts reports."""
+        return Route(self.events_to, self.report_to, self.session_id)
 
 
 class ModelActivityInput(_Payload, Derived):

@@ -23,7 +23,7 @@ from temporalio.worker import Worker
 from temporalio.workflow import NondeterminismError
 
 from scope_temporal.activities.background import TaskActivities
-from scope_temporal.activities.model_call import ContextReducer
+from scope_temporal.activities.served import ContextReducer
 from scope_temporal.activities.temporal import ScopeActivities
 from scope_temporal.background.materializer import LocalFileMaterializer, OutputMaterializer
 from scope_temporal.background.runtime import BackgroundRuntime, LiveRuns

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scope_temporal.activities.served import ContextReducer, Served
 from scope_temporal.chat import Message, Response
 from scope_temporal.interaction.effects import (
     ModelEffectRequest,
@@ -32,9 +33,6 @@ from scope_temporal.models.protocol import Model, ModelRequest
 from scope_temporal.models.streaming import DeltaSink, collecting_deltas
 from scope_temporal.observers import ObserverHub
 from scope_temporal.payload_limits import ResponseLimit, size_of, too_large
-
-ContextReducer = Callable[[list[Message]], "list[Message] | Awaitable[list[Message]]"]
-"""Replaces the messages about to be sent (e.g. summarises old turns). Runs on the worker."""
 
 ModelResult = ModelResponded | ModelHostFailed | ModelUnknown | ModelNotRun
 
@@ -118,20 +116,17 @@ async def call_model(
 
 async def model_once(
     request: ModelEffectRequest,
+    served: Served,
     *,
-    models: Mapping[str, Model],
-    reducers: Mapping[str, ContextReducer],
-    observers: ObserverHub,
-    limit: ResponseLimit,
     on_delta: DeltaSink,
     around: Callable[[Awaitable[ModelResult]], Awaitable[ModelResult]] | None = None,
 ) -> ModelResult:
-    """One model call as `scope.model` makes it: `call_model`, its outcome bounded by
-    `limit` (the payload limit, or the Definition's `max_response_bytes`). `around`
-    wraps the call (the activity heartbeats there)."""
-    work = call_model(request, models, reducers, observers, on_delta)
+    """One model call as `scope.model` makes it: `call_model` with `served`'s models,
+    its outcome bounded by the payload limit (or the Definition's `max_response_bytes`).
+    `around` wraps the call (the activity heartbeats there)."""
+    work = call_model(request, served.models, served.reducers, served.observers, on_delta)
     outcome = await (work if around is None else around(work))
-    return within_limit(outcome, request, limit)
+    return within_limit(outcome, request, served.registry.response_limit(request.definition))
 
 
 def within_limit(

@@ -18,12 +18,13 @@ from temporalio import activity
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from scope_temporal import names
-from scope_temporal.activities.model_call import ContextReducer, ModelResult, model_once
+from scope_temporal.activities.model_call import ModelResult, model_once
 from scope_temporal.activities.model_input import (
     ContextUnavailable,
     ModelRequestBuilder,
     RequestMismatch,
 )
+from scope_temporal.activities.served import ContextReducer
 from scope_temporal.activities.text_events import TextEvents
 from scope_temporal.activities.tool_attempt import attempt_once
 from scope_temporal.background.runtime import BackgroundRuntime
@@ -188,15 +189,7 @@ class ScopeActivities:
                 text.add(piece)
 
         try:
-            outcome = await model_once(
-                request,
-                models=self.models,
-                reducers=self.reducers,
-                observers=self.observers,
-                limit=self.registry.response_limit(request.definition),
-                on_delta=streamed,
-                around=heartbeat.around,
-            )
+            outcome = await model_once(request, self, on_delta=streamed, around=heartbeat.around)
         except BaseException:
             if text is not None:
                 text.cancel()
@@ -222,15 +215,11 @@ class ScopeActivities:
         """
         return await attempt_once(
             input.attempt,
-            registry=self.registry,
-            tools=self.tools,
-            middleware=self.middleware,
-            observers=self.observers,
+            self,
             runtime=dataclasses.replace(
                 self.background, tasks=TemporalTaskAccess(activity.client())
             ),
             around=_Heartbeat(input.heartbeat).around,
-            mcp=self.mcp,
         )
 
 

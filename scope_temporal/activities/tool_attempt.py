@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
+from scope_temporal.activities.served import Served
 from scope_temporal.background.runtime import BackgroundRuntime, activate
 from scope_temporal.definition import Definition
 from scope_temporal.errors import (
@@ -23,10 +24,8 @@ from scope_temporal.errors import (
 from scope_temporal.interaction.admission import admission_problem
 from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.mcp.calls import mcp_call_tools
-from scope_temporal.mcp.connections import McpConnections
 from scope_temporal.observers import ObserverHub
 from scope_temporal.payload_limits import size_of, too_large
-from scope_temporal.registry import Registry
 from scope_temporal.tools.context import ToolInvocation
 from scope_temporal.tools.executor import execute_tool
 from scope_temporal.tools.middleware import Middleware
@@ -109,31 +108,27 @@ def unauthorised(
 
 async def attempt_once(
     attempt: ToolAttempt,
+    served: Served,
     *,
-    registry: Registry,
-    tools: ToolRegistry,
-    middleware: Sequence[Middleware],
-    observers: ObserverHub,
     runtime: BackgroundRuntime,
     around: Callable[[Awaitable[AttemptOutcome]], Awaitable[AttemptOutcome]] | None = None,
-    mcp: McpConnections | None = None,
 ) -> AttemptOutcome:
-    """One attempt as `scope.tool` makes it: refused unless its Definition grants it, the
-    body entered once with `runtime` reachable (`current_runtime()`), the outcome bounded
-    by the payload limit (or the Definition's `max_response_bytes`). `around` wraps the
-    body's run (the activity heartbeats there). An MCP tool's call (`request.mcp`) runs
-    as the tool its recorded record makes, over the worker's `mcp` connections.
+    """One attempt as `scope.tool` makes it, with `served`'s tools: refused unless its
+    Definition grants it, the body entered once with `runtime` reachable
+    (`current_runtime()`), the outcome bounded by the payload limit (or the Definition's
+    `max_response_bytes`). `around` wraps the body's run (the activity heartbeats there).
+    An MCP tool's call (`request.mcp`) runs as the tool its recorded record makes, over
+    the worker's MCP connections.
     """
-    request = attempt.request
+    request, registry, tools = attempt.request, served.registry, served.tools
     definition = registry.lookup(request.definition)
     if request.mcp is not None:
-        connections = mcp if mcp is not None else McpConnections({})
-        definition, tools = mcp_call_tools(request, definition, connections)
+        definition, tools = mcp_call_tools(request, definition, served.mcp)
     refused = unauthorised(attempt, definition, tools)
     if refused is not None:
         return refused
     with activate(runtime):
-        work = run_tool_attempt(attempt, tools, middleware, observers)
+        work = run_tool_attempt(attempt, tools, served.middleware, served.observers)
         outcome = await (work if around is None else around(work))
     size = size_of(outcome)
     limit = registry.response_limit(request.definition)

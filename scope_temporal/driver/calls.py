@@ -44,6 +44,7 @@ from scope_temporal.interaction.tool_call import ToolAttempt, ToolCallMachine
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
     InteractionInput,
+    Route,
     TaskInput,
     ToolActivityInput,
     ToolCallInput,
@@ -79,10 +80,8 @@ async def attempt_tool(
     *,
     start_to_close: timedelta,
     heartbeat: timedelta | None,
-    events_to: str | None,
-    report_to: str | None = None,
+    route: Route,
     task_queue: str | None = None,
-    session_id: str | None = None,
 ) -> ToolOutcome:
     """Enter the tool body once (never retried).
 
@@ -90,10 +89,10 @@ async def attempt_tool(
     `Unknown`; a call that moved to the background starts its task and settles with the
     `launch_result`. A task that cannot start leaves the call unknown: its run may be
     going on (held for a handoff, or a recoverable operation), and only the host can say
-    what became of it. A task started tells `report_to` when it waits for an answer.
-    `task_queue`: the pool that runs the body (None: the Interaction's own); an attempt
-    no worker of it picks up within `start_to_close` is unknown, never run elsewhere.
-    `session_id`: the session of the Interaction's turn (a task started notifies it).
+    what became of it. A task started gets the call's `route`: its events, whom it tells
+    when it waits for an answer, the session it notifies. `task_queue`: the pool that
+    runs the body (None: the Interaction's own); an attempt no worker of it picks up
+    within `start_to_close` is unknown, never run elsewhere.
 
     Raises:
         asyncio.CancelledError: the process itself is being cancelled; nobody will
@@ -117,9 +116,9 @@ async def attempt_tool(
             ref=request.ref,
             parent_id=request.parent_id,
             definition=request.definition,
-            events_to=events_to,
-            report_to=report_to,
-            session_id=session_id,
+            events_to=route.events_to,
+            report_to=route.report_to,
+            session_id=route.session_id,
         ),
         summary=call_summary("task", request.call),
     )
@@ -133,12 +132,7 @@ async def attempt_tool(
 
 
 def tool_call_input(
-    machine: InteractionMachine,
-    effect: StartToolCall,
-    limit: int,
-    events_to: str,
-    report_to: str | None = None,
-    session_id: str | None = None,
+    machine: InteractionMachine, effect: StartToolCall, limit: int, route: Route
 ) -> ToolCallInput:
     definition, request = machine.definition, effect.request
     spec = definition.tools.get(request.call.name)
@@ -148,12 +142,12 @@ def tool_call_input(
         start_to_close=timeout + _TOOL_MARGIN,
         heartbeat=definition.tool_heartbeat_timeout,
         payload_limit=limit,
-        events_to=events_to,
+        events_to=route.events_to,
         approval=effect.approval,
         decision=effect.decision,
-        report_to=report_to,
+        report_to=route.report_to,
         task_queue=spec.task_queue if spec is not None else None,
-        session_id=session_id,
+        session_id=route.session_id,
     )
 
 
@@ -163,20 +157,16 @@ async def run_tool_call(
     transport: InteractionTransport,
     children: set[str],
     limit: int,
-    events_to: str,
-    report_to: str | None = None,
-    session_id: str | None = None,
+    route: Route,
 ) -> None:
     """Run one tool call to its settlement (see the module docstring for the mapping).
 
     `children` holds the ids of this Interaction's running child processes (signals are
     forwarded to them); a promoted or started Tool call child is in it while it runs.
-    `events_to`: the workflow hosting the tree's event stream. `report_to`: the
-    Interaction the call (and a task it starts) tells what it needs from a person.
-    `session_id`: the session of the Interaction's turn (a task started notifies it).
+    `route`: where the call (and a task it starts) reports.
     """
     request = effect.request
-    payload = tool_call_input(machine, effect, limit, events_to, report_to, session_id)
+    payload = tool_call_input(machine, effect, limit, route)
     refused = oversized(
         payload,
         f"The input of tool call {request.call.name!r} ({request.ref})",
@@ -194,10 +184,8 @@ async def run_tool_call(
             first,
             start_to_close=payload.start_to_close,
             heartbeat=payload.heartbeat,
-            events_to=events_to,
-            report_to=report_to,
+            route=route,
             task_queue=payload.task_queue,
-            session_id=session_id,
         )
         if not isinstance(outcome, InputRequired | Unknown):
             if not machine.done:
@@ -240,14 +228,13 @@ async def run_delegate(
     *,
     served: tuple[str, ...],
     track_status: bool,
-    events_to: str,
-    report_to: str | None = None,
+    route: Route,
 ) -> None:
     """Run one delegate as a child Interaction; a refused start is model-visible.
 
     `served`: the delegate Definitions the Interaction recorded as served when it started.
-    `events_to`: the workflow hosting the tree's event stream (the delegate reports there).
-    `report_to`: the Interaction the child tells what its tree needs from a person.
+    `route`: the tree's event stream and the Interaction the child tells what its tree
+    needs from a person (a delegate is no session's turn: it takes no `session_id`).
     """
     if effect.definition not in served:
         machine.on_call(
@@ -270,9 +257,9 @@ async def run_delegate(
                 max_model_calls=effect.max_model_calls,
                 capabilities=effect.capabilities,
                 track_status=track_status,
-                events_to=events_to,
+                events_to=route.events_to,
                 context=effect.run_context or None,
-                report_to=report_to,
+                report_to=route.report_to,
             ),
             process_id=effect.process_id,
             summary=f"delegate {effect.delegate} -> {effect.definition}",

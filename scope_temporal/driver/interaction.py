@@ -48,6 +48,7 @@ from scope_temporal.payloads import (
     ControlInput,
     InteractionInput,
     ResolveInput,
+    Route,
     RunSettings,
     SteerInput,
     SteerTaken,
@@ -91,7 +92,7 @@ class InteractionDriver:
         self._crash: BaseException | None = None
         self._carry = CarryCheck()
         self.submissions = Submissions(
-            machine, transport, self._spawn, self._events_to, input.session_id
+            machine, transport, self._spawn, Route(self._events_to, session_id=input.session_id)
         )
         self.status = TreeStatus(
             machine,
@@ -176,21 +177,20 @@ class InteractionDriver:
             self._dirty = False
 
     def _start(self, effect: CallModel | StartToolCall | StartDelegate | WaitRetry) -> None:
-        machine, transport, to = self.machine, self._transport, self._events_to
-        # children of a run that shows who needs a person tell it
-        report_to = machine.process_id if self.status.on else None
+        machine, transport = self.machine, self._transport
+        route = Route(  # children of a run that shows who needs a person tell it
+            self._events_to,
+            machine.process_id if self.status.on else None,
+            self._input.session_id,
+        )
         match effect:
             case CallModel():
                 self._spawn(self._call_model(effect))
             case WaitRetry():
                 self._spawn(self._models.wait(machine, effect, transport))
             case StartToolCall():
-                calls, session = self._children, self._input.session_id
-                self._spawn(
-                    run_tool_call(
-                        machine, effect, transport, calls, self.limit, to, report_to, session
-                    )
-                )
+                calls = self._children
+                self._spawn(run_tool_call(machine, effect, transport, calls, self.limit, route))
             case StartDelegate():
                 settings = self._settings
                 self._spawn(
@@ -201,8 +201,7 @@ class InteractionDriver:
                         self._children,
                         served=settings.delegates if settings is not None else (),
                         track_status=self._input.track_status,
-                        events_to=to,
-                        report_to=report_to,
+                        route=route,
                     )
                 )
             case _:

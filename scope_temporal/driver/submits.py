@@ -23,7 +23,7 @@ from scope_temporal.interaction import submits
 from scope_temporal.interaction.effects import StartToolCall
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.tool_call import ToolAttempt
-from scope_temporal.payloads import TaskSubmitInput
+from scope_temporal.payloads import Route, TaskSubmitInput
 from scope_temporal.tools.outcome import Failed, Rejected, Succeeded, Unknown
 
 Spawn = Callable[[Coroutine[Any, Any, None]], None]
@@ -37,12 +37,10 @@ class Submissions:
         machine: InteractionMachine,
         transport: InteractionTransport,
         spawn: Spawn,
-        events_to: str,
-        session_id: str | None = None,
+        route: Route,
     ) -> None:
         self._machine = machine
-        self._events_to = events_to  # the tree's event stream (see driver.interaction)
-        self._session_id = session_id  # a session's turn: its tasks notify the session
+        self._route = route  # the tree's event stream; a session's turn: its session
         self._transport = transport
         self._spawn = spawn
         self._in_flight: set[str] = set()
@@ -100,16 +98,13 @@ class Submissions:
 
     async def _start(self, launch: submits.Launch) -> str:
         machine = self._machine
-        payload = tool_call_input(
-            machine, StartToolCall(request=launch.request), 0, self._events_to
-        )
+        payload = tool_call_input(machine, StartToolCall(request=launch.request), 0, self._route)
         outcome = await attempt_tool(
             self._transport,
             ToolAttempt(request=launch.request, entry=1),
             start_to_close=payload.start_to_close,
             heartbeat=payload.heartbeat,
-            events_to=self._events_to,
-            session_id=self._session_id,
+            route=self._route,
         )
         if isinstance(outcome, Succeeded) and outcome.task_id == launch.task.task_id:
             machine.record_submitted(launch.task)

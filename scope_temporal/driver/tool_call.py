@@ -89,10 +89,8 @@ class ToolCallDriver:
                     attempt,
                     start_to_close=input.start_to_close,
                     heartbeat=input.heartbeat,
-                    events_to=input.events_to,
-                    report_to=input.report_to,
+                    route=input.route,
                     task_queue=input.task_queue,
-                    session_id=input.session_id,
                 )
                 with contextlib.suppress(ScopeError):  # a crash: the machine has failed closed
                     machine.on_outcome(outcome)

@@ -93,7 +93,9 @@ ChildEnd = Refused | Ended
 
 
 class Host(Protocol):
-    """Where a driver runs: how it waits for its state to change, and shows it."""
+    """Where a driver runs: how it waits for its state to change, shows it, reaches the
+    rest of its tree, and learns whether its run should end. One class per engine serves
+    every process (`TemporalTransport`, `LocalTransport`)."""
 
     async def wait_until(self, ready: Callable[[], bool]) -> None:
         """Return once `ready()` holds (checked whenever the process's state changed)."""
@@ -131,6 +133,23 @@ class Host(Protocol):
         (signal `scope.attention`, fire-and-forget: one that ended has nobody to tell)."""
         ...
 
+    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run `work` concurrently with the process's loop (e.g. one per effect in flight)."""
+        ...
+
+    async def signal(self, process_id: str, signal: str, payload: Any) -> None:
+        """Deliver a signal to another process of the tree or a task (one that ended
+        meanwhile has nothing to deliver to: the signal is dropped)."""
+        ...
+
+    def continue_as_new_suggested(self) -> bool:
+        """The engine would rather carry the state into a fresh run now."""
+        ...
+
+    def handlers_finished(self) -> bool:
+        """No host input (an update) is being handled: the run may end now."""
+        ...
+
 
 class ToolCallTransport(Host, Protocol):
     """What a Tool call Process needs: one tool attempt at a time."""
@@ -164,10 +183,6 @@ class ToolCallTransport(Host, Protocol):
 class InteractionTransport(ToolCallTransport, Protocol):
     """What an Interaction needs besides tool attempts (with `on_demand`)."""
 
-    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        """Run `work` concurrently with the loop (one per effect in flight)."""
-        ...
-
     async def run_model(
         self,
         input: ModelActivityInput,
@@ -194,21 +209,12 @@ class InteractionTransport(ToolCallTransport, Protocol):
         """Run a Delegate child Interaction to its Output."""
         ...
 
-    async def signal(self, process_id: str, signal: str, payload: Any) -> None:
-        """Deliver a signal to a child process or a task (one that ended meanwhile has
-        nothing to deliver to: the signal is dropped)."""
-        ...
-
     async def cancel_task(self, task_id: str) -> None:
         """Cancel a background task (one that already ended refuses: nothing to do)."""
         ...
 
     def record_status(self, definition: str, status: str) -> None:
         """Keep the searchable status of the Interaction current."""
-        ...
-
-    def continue_as_new_suggested(self) -> bool:
-        """The engine would rather carry the state into a fresh run now."""
         ...
 
     def history_usage(self) -> HistoryUsage:
@@ -223,10 +229,6 @@ class InteractionTransport(ToolCallTransport, Protocol):
 class SessionTransport(Host, Protocol):
     """What a session needs: its turns (child Interactions), one at a time."""
 
-    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        """Run `work` concurrently with the session's loop."""
-        ...
-
     async def run_turn(
         self,
         input: InteractionInput,
@@ -239,19 +241,9 @@ class SessionTransport(Host, Protocol):
         host's send returns then, so the turn's handle finds it)."""
         ...
 
-    async def signal(self, process_id: str, signal: str, payload: Any) -> None:
-        """Deliver a signal to the running turn (dropped if it ended meanwhile)."""
-        ...
-
     def asks_steer_answers(self) -> bool:
         """Steers are passed asking the turn for its answer (`SteerInput.reply_to`);
         False only while replaying a session recorded before that rule."""
-        ...
-
-    def continue_as_new_suggested(self) -> bool: ...
-
-    def handlers_finished(self) -> bool:
-        """No host input (an update) is being handled: the run may end now."""
         ...
 
     async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
@@ -290,12 +282,6 @@ class TaskTransport(Host, Protocol):
     def task_history(self) -> HistoryUsage | None:
         """How big this run's history is; None on an engine that keeps none (the task
         never continues as new, its attempts have no report budget)."""
-        ...
-
-    def continue_as_new_suggested(self) -> bool: ...
-
-    def handlers_finished(self) -> bool:
-        """No host input (an update) is being handled."""
         ...
 
     async def continue_task_as_new(self, next_input: Callable[[], TaskInput]) -> None:

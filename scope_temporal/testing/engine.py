@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import timedelta
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn
 
 from scope_temporal import errors, names
-from scope_temporal.activities.model_call import ContextReducer, model_once
+from scope_temporal.activities.model_call import model_once
+from scope_temporal.activities.served import Served
 from scope_temporal.activities.tool_attempt import attempt_once
 from scope_temporal.chat import Message
 from scope_temporal.context_refs import BaseRef, prefix_digest
@@ -42,10 +43,7 @@ from scope_temporal.interaction.effects import (
     ToolSettlement,
 )
 from scope_temporal.interaction.events import Event, TextEvent
-from scope_temporal.mcp.connections import McpConnections
-from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveText, LiveTextBuffer
-from scope_temporal.observers import ObserverHub
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
     InteractionInput,
@@ -53,37 +51,18 @@ from scope_temporal.payloads import (
     ResolveInput,
     SteerInput,
     SteerTaken,
+    TaskAttemptInput,
     TaskInput,
     ToolActivityInput,
     ToolCallInput,
     ToolInputAnswer,
 )
-from scope_temporal.registry import Registry
 from scope_temporal.testing.local_events import TreeLogs
-from scope_temporal.testing.local_tasks import LocalTasks, NeverEvicted
-from scope_temporal.tools.middleware import Middleware
+from scope_temporal.testing.local_tasks import LocalAttempt, LocalTasks
 from scope_temporal.tools.outcome import AttemptOutcome
-from scope_temporal.tools.registry import ToolRegistry
 
-
-class LocalWorker(Protocol):
-    """What a local run is served with (`LocalRunner` has it): as a worker's."""
-
-    registry: Registry
-    tools: ToolRegistry
-    mcp: McpConnections
-
-    @property
-    def models(self) -> Mapping[str, Model]: ...
-
-    @property
-    def reducers(self) -> Mapping[str, ContextReducer]: ...
-
-    @property
-    def observers(self) -> ObserverHub: ...
-
-    @property
-    def middleware(self) -> Sequence[Middleware]: ...
+LocalWorker = Served
+"""What a local run is served with (`LocalRunner` has it): a worker's parts."""
 
 
 _log = logging.getLogger("scope_temporal.testing")
@@ -107,31 +86,12 @@ class LocalEngine:
         self.live: dict[str, LiveText] = {}  # streamed text of model calls in flight
         self.logs = TreeLogs()  # each tree's events, by root Interaction
         self.transport = LocalTransport(self)
-        self.tasks = LocalTasks(
-            runner.tools, self.spawn, self.transport, self.steer, self.tell_session
-        )
+        self.tasks = LocalTasks(runner.tools, self.spawn, self.transport)
         self.idle = asyncio.Event()
         self.idle.set()
         self._running: set[asyncio.Task[Any]] = set()
         self._busy = 0
         self._waiting: list[tuple[Callable[[], bool], asyncio.Future[None], bool]] = []
-
-    def steer(self, process_id: str, input: SteerInput) -> bool:
-        """Steer a running Interaction of the run; False if it is not there or refused."""
-        process = self.processes.get(process_id)
-        if not isinstance(process, InteractionDriver):
-            return False
-        try:
-            process.validate_steer(input)
-        except ScopeError:
-            return False
-        process.steer_update(input)
-        return True
-
-    def tell_session(self, session_id: str, input: SteerInput) -> bool:
-        """Give a session of the run a task's notification; False if it is not there."""
-        session = self.sessions.get(session_id)
-        return session is not None and session.notice(input)
 
     # --- scheduling ------------------------------------------------------------------
 
@@ -259,8 +219,11 @@ class LocalEngine:
                 process.reject(payload.signal_id, "steer", process.steer_refusal())
 
 
-class LocalTransport(NeverEvicted):
-    """The drivers' transport in-process (see `driver.transport`)."""
+class LocalTransport:
+    """The drivers' transport in-process (see `driver.transport`): one for every process
+    of the run, Interactions, Tool calls and background tasks alike (a session's adds its
+    turns). No worker caches a run, none keeps a history, and a host's input is taken
+    synchronously: what those decide on Temporal is constant here."""
 
     def __init__(self, engine: LocalEngine) -> None:
         self._engine = engine
@@ -273,6 +236,9 @@ class LocalTransport(NeverEvicted):
 
     def show(self, details: str) -> None:
         """Nothing shows a local run's details."""
+
+    def evicted(self) -> bool:
+        return False
 
     def warn(self, message: str) -> None:
         _log.warning(message)
@@ -321,14 +287,7 @@ class LocalTransport(NeverEvicted):
             self.publish([TextEvent(process_id=request.process_id, model_call_seq=seq, text=text)])
 
         try:
-            return await model_once(
-                request,
-                models=runner.models,
-                reducers=runner.reducers,
-                observers=runner.observers,
-                limit=runner.registry.response_limit(request.definition),
-                on_delta=publish,
-            )
+            return await model_once(request, runner, on_delta=publish)
         finally:
             live.pop(request.process_id, None)
 
@@ -341,16 +300,8 @@ class LocalTransport(NeverEvicted):
         task_queue: str | None = None,
     ) -> AttemptOutcome | Lost:
         del task_queue  # in-process, one pool runs every tool
-        runner = self._engine.runner
-        return await attempt_once(
-            input.attempt,
-            registry=runner.registry,
-            tools=runner.tools,
-            middleware=runner.middleware,
-            observers=runner.observers,
-            runtime=self._engine.tasks.runtime,
-            mcp=runner.mcp,
-        )
+        engine = self._engine
+        return await attempt_once(input.attempt, engine.runner, runtime=engine.tasks.runtime)
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:
         await asyncio.sleep(delay.total_seconds())
@@ -393,8 +344,39 @@ class LocalTransport(NeverEvicted):
     def history_usage(self) -> HistoryUsage:
         return NO_HISTORY
 
+    def task_history(self) -> None:
+        """A task keeps no history here: it never continues as new."""
+
+    def handlers_finished(self) -> bool:
+        return True
+
     async def continue_as_new(self, input: InteractionInput) -> NoReturn:
         raise _ContinueAsNew(input)
+
+    async def continue_task_as_new(self, next_input: Callable[[], TaskInput]) -> None:
+        """Never asked: a task without history is never due."""
+
+    # --- background tasks ------------------------------------------------------------
+
+    def start_attempt(
+        self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
+    ) -> LocalAttempt:
+        return LocalAttempt(self._engine.tasks, input)
+
+    async def notify(self, process_id: str, input: SteerInput) -> bool:
+        process = self._engine.processes.get(process_id)
+        if not isinstance(process, InteractionDriver):
+            return False
+        try:
+            process.validate_steer(input)
+        except ScopeError:  # refused
+            return False
+        process.steer_update(input)
+        return True
+
+    async def notify_session(self, session_id: str, input: SteerInput) -> bool:
+        session = self._engine.sessions.get(session_id)
+        return session is not None and session.notice(input)
 
 
 async def _delivered() -> None:

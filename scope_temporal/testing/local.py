@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from scope_temporal import errors
-from scope_temporal.activities.model_call import ContextReducer
+from scope_temporal.activities.served import ContextReducer
 from scope_temporal.background.task_tools import TASK_TOOLS
 from scope_temporal.chat import Message, Options
 from scope_temporal.definition import Definition

@@ -79,9 +79,6 @@ class _SessionTransport(LocalTransport):
     def asks_steer_answers(self) -> bool:
         return True
 
-    def handlers_finished(self) -> bool:
-        return True  # a local send takes its message synchronously
-
     async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
         raise _CarriedSession(input)
 

@@ -8,33 +8,24 @@ attempt that raises is lost at once (no Temporal retry), and nothing survives th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
-from datetime import timedelta
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from scope_temporal.activities.background import attempt_task
 from scope_temporal.background.materializer import MemoryMaterializer
 from scope_temporal.background.runtime import BackgroundRuntime, LiveRuns
 from scope_temporal.driver.background_task import TaskDriver
-from scope_temporal.driver.transport import Host
-from scope_temporal.interaction.attention import AttentionReport
-from scope_temporal.interaction.events import Event
+from scope_temporal.driver.transport import TaskTransport
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
 from scope_temporal.interaction.task_values import AttemptReport
-from scope_temporal.payloads import (
-    SteerInput,
-    TaskAttemptInput,
-    TaskInput,
-    TaskReport,
-    ToolInputAnswer,
-)
+from scope_temporal.payloads import TaskAttemptInput, TaskInput, TaskReport, ToolInputAnswer
 from scope_temporal.tools.outcome import ProgressSummary
 from scope_temporal.tools.registry import ToolRegistry
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
 
-class _Attempt:
+class LocalAttempt:
     """One background attempt in flight, as an asyncio task of the run."""
 
     def __init__(self, tasks: LocalTasks, input: TaskAttemptInput) -> None:
@@ -78,88 +69,22 @@ class _Attempt:
         return report
 
 
-class NeverEvicted:
-    """An in-process transport: no worker caches its runs, so none is ever evicted."""
-
-    def evicted(self) -> bool:
-        return False
-
-
-class _TaskTransport(NeverEvicted):
-    """A background task's transport in-process (see `driver.transport.TaskTransport`)."""
-
-    def __init__(self, tasks: LocalTasks, host: Host) -> None:
-        self._tasks = tasks
-        self._host = host
-
-    async def wait_until(self, ready: Callable[[], bool]) -> None:
-        await self._host.wait_until(ready)
-
-    def changed(self) -> None:
-        self._host.changed()
-
-    def show(self, details: str) -> None:
-        """Nothing shows a local task's details."""
-
-    def warn(self, message: str) -> None:
-        self._host.warn(message)
-
-    def publish(self, events: Sequence[Event]) -> None:
-        self._host.publish(events)
-
-    async def flush_events(self) -> None:
-        """Published events are in the log at once."""
-
-    def report(self, process_id: str, report: AttentionReport) -> None:
-        self._host.report(process_id, report)
-
-    def start_attempt(
-        self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
-    ) -> _Attempt:
-        return _Attempt(self._tasks, input)
-
-    async def notify(self, process_id: str, input: SteerInput) -> bool:
-        return self._tasks.notify(process_id, input)
-
-    def task_history(self) -> None:
-        """An in-process task keeps no history: it never continues as new."""
-
-    def continue_as_new_suggested(self) -> bool:
-        return False
-
-    def handlers_finished(self) -> bool:
-        return True
-
-    async def continue_task_as_new(self, next_input: Callable[[], TaskInput]) -> None:
-        """Never asked: a task without history is never due."""
-
-    async def notify_session(self, session_id: str, input: SteerInput) -> bool:
-        return self._tasks.notify_session(session_id, input)
-
-
 class LocalTasks:
     """The background tasks of one local run (also their `TaskAccess`).
 
     Args:
         tools: the runner's tools.
         spawn: runs a coroutine as a task of the run (so `idle()` waits for it).
-        host: how the run's drivers wait and are woken.
-        steer: steers an Interaction of the run (False: it is not there, or refused).
-        tell_session: gives a session of the run a task's notification (False: it is not
-            there, or has ended).
+        transport: the run's transport (the tasks' drivers run on it).
     """
 
     def __init__(
         self,
         tools: ToolRegistry,
         spawn: Spawn,
-        host: Host,
-        steer: Callable[[str, SteerInput], bool],
-        tell_session: Callable[[str, SteerInput], bool],
+        transport: TaskTransport,
     ) -> None:
         self.tools = tools
-        self.notify = steer
-        self.notify_session = tell_session
         self.spawn = spawn
         self.runtime = BackgroundRuntime(
             materializer=MemoryMaterializer(),
@@ -168,7 +93,7 @@ class LocalTasks:
             tasks=self,
             tools=tools,
         )
-        self._transport = _TaskTransport(self, host)
+        self._transport = transport
         self._tasks: dict[str, TaskDriver] = {}
 
     def start(self, input: TaskInput) -> None:
@@ -215,4 +140,4 @@ class LocalTasks:
                 task.cancel("the run was cancelled")
 
 
-__all__ = ["LocalTasks", "NeverEvicted"]
+__all__ = ["LocalAttempt", "LocalTasks"]

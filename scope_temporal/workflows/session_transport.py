@@ -4,17 +4,13 @@ continue-as-new."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NoReturn
 
 from temporalio import workflow
 
-from scope_temporal import names
-from scope_temporal.driver.transport import ChildEnd
-from scope_temporal.outputs import Output
-from scope_temporal.payloads import InteractionInput, SessionInput
+from scope_temporal.payloads import SessionInput
 from scope_temporal.workflows.task_commands import command_issued
-from scope_temporal.workflows.temporal import TemporalTransport, run_child
+from scope_temporal.workflows.temporal import TemporalTransport
 
 STEER_ANSWERS_PATCH = "scope.session.steer_answers"
 """Sessions pass steers asking their turn for its answer (`SessionDriver` rule 1a); a
@@ -24,29 +20,11 @@ session recorded before replays without asking, as it ran."""
 class SessionTemporalTransport(TemporalTransport):
     """`SessionTransport` on Temporal: each turn is a child `scope.Interaction`."""
 
-    async def run_turn(
-        self,
-        input: InteractionInput,
-        *,
-        process_id: str,
-        summary: str,
-        started: Callable[[], None],
-    ) -> Output | ChildEnd:
-        return await run_child(
-            names.INTERACTION_WORKFLOW,
-            input,
-            Output,
-            id=process_id,
-            summary=summary,
-            started=started,
-        )
+    run_turn = TemporalTransport.run_delegate  # a turn is a child Interaction
 
     def asks_steer_answers(self) -> bool:
         command_issued()  # the patch marker
         return workflow.patched(STEER_ANSWERS_PATCH)
-
-    def handlers_finished(self) -> bool:
-        return workflow.all_handlers_finished()
 
     async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
         command_issued()

@@ -13,62 +13,39 @@ from collections.abc import Callable, Coroutine, Sequence
 from datetime import timedelta  # deterministic: a value type, no clock
 from typing import Any, NoReturn, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
     ChildWorkflowError,
-    TimeoutError,
 )
 
 from scope_temporal import names
 from scope_temporal.driver.history_limits import HistoryUsage
-from scope_temporal.driver.transport import (
-    ChildEnd,
-    EffectRequest,
-    Lost,
-    OutcomeKind,
-    Refused,
-)
+from scope_temporal.driver.transport import ChildEnd, EffectRequest, Lost, OutcomeKind, Refused
 from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
     ModelEffectRequest,
-    ModelHostFailed,
-    ModelNotRun,
     ModelOutcome,
     ModelResend,
-    ModelResponded,
     ModelSettlement,
-    ModelUnknown,
     ToolSettlement,
 )
 from scope_temporal.interaction.events import Event
-from scope_temporal.interaction.task_values import AttemptReport
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
-    HeartbeatState,
     InteractionInput,
     ModelActivityInput,
-    SteerInput,
-    TaskAttemptInput,
     TaskInput,
     ToolActivityInput,
     ToolCallInput,
 )
 from scope_temporal.telemetry import workflow_counters
-from scope_temporal.tools.outcome import (
-    AttemptOutcome,
-    Backgrounded,
-    Failed,
-    InputRequired,
-    Rejected,
-    Succeeded,
-    Unknown,
-)
+from scope_temporal.tools.outcome import AttemptOutcome
 from scope_temporal.workflows import serving
-from scope_temporal.workflows.ended import child_end, describe_activity_error, lost
+from scope_temporal.workflows.ended import child_end, lost
 from scope_temporal.workflows.events import NoEvents, Outlet, TreeStream
 from scope_temporal.workflows.eviction import being_evicted
 from scope_temporal.workflows.task_commands import command_issued
@@ -76,12 +53,6 @@ from scope_temporal.workflows.task_commands import command_issued
 R = TypeVar("R")
 
 _ONCE = RetryPolicy(maximum_attempts=1)
-_ADOPT_PICKUP = timedelta(seconds=10)
-"""How long an adoption may wait for the worker holding the live run to pick it up."""
-
-
-NOTICES_PATCH = "scope.task.notices"
-"""Tasks recorded before lifecycle notifications replay without them."""
 
 
 class TemporalTransport:
@@ -152,7 +123,7 @@ class TemporalTransport:
         outcome: ModelOutcome | Lost = await _once(
             names.MODEL_ACTIVITY,
             input,
-            ModelResponded | ModelHostFailed | ModelUnknown | ModelNotRun,
+            ModelOutcome,
             start_to_close=timeout,
             heartbeat=input.heartbeat,
             summary=summary,
@@ -170,7 +141,7 @@ class TemporalTransport:
         outcome: AttemptOutcome | Lost = await _once(
             names.TOOL_ACTIVITY,
             input,
-            Succeeded | Failed | Rejected | InputRequired | Unknown | Backgrounded,
+            AttemptOutcome,
             start_to_close=start_to_close,
             heartbeat=input.heartbeat,
             summary=summary,
@@ -202,7 +173,7 @@ class TemporalTransport:
         return None
 
     async def run_tool_call(self, input: ToolCallInput, *, summary: str) -> CallSettled | ChildEnd:
-        return await run_child(
+        return await _run_child(
             names.TOOL_CALL_WORKFLOW,
             input,
             CallSettled,
@@ -211,17 +182,26 @@ class TemporalTransport:
         )
 
     async def run_delegate(
-        self, input: InteractionInput, *, process_id: str, summary: str
+        self,
+        input: InteractionInput,
+        *,
+        process_id: str,
+        summary: str,
+        started: Callable[[], None] | None = None,
     ) -> Output | ChildEnd:
-        return await run_child(
-            names.INTERACTION_WORKFLOW, input, Output, id=process_id, summary=summary
+        """A child `scope.Interaction` (a delegate, or a session's turn: `started`)."""
+        return await _run_child(
+            names.INTERACTION_WORKFLOW,
+            input,
+            Output,
+            id=process_id,
+            summary=summary,
+            started=started,
         )
 
     async def signal(self, process_id: str, signal: str, payload: Any) -> None:
-        command_issued()
-        try:
-            await workflow.get_external_workflow_handle(process_id).signal(signal, payload)
-        except Exception as error:  # the child ended meanwhile: nothing to deliver to
+        error = await signal_workflow(process_id, signal, payload)
+        if error is not None:  # the child ended meanwhile: nothing to deliver to
             workflow.logger.info("signal %s to %s not delivered: %s", signal, process_id, error)
 
     async def cancel_task(self, task_id: str) -> None:
@@ -245,6 +225,9 @@ class TemporalTransport:
     def continue_as_new_suggested(self) -> bool:
         return workflow.info().is_continue_as_new_suggested()
 
+    def handlers_finished(self) -> bool:
+        return workflow.all_handlers_finished()
+
     def history_usage(self) -> HistoryUsage:
         info = workflow.info()
         return HistoryUsage(
@@ -258,65 +241,6 @@ class TemporalTransport:
             input = input.model_copy(update={"stream": self.events.carried()})
         command_issued()
         workflow.continue_as_new(input)
-
-    # --- background attempts ---------------------------------------------------------
-
-    async def notify(self, process_id: str, input: SteerInput) -> bool:
-        command_issued()  # the patch marker, then the signal
-        if not workflow.patched(NOTICES_PATCH):  # a task recorded before notifications
-            return True
-        try:
-            await workflow.get_external_workflow_handle(process_id).signal(names.STEER, input)
-        except Exception:  # it has ended (or never was): the signal was not delivered
-            return False
-        return True
-
-    def start_attempt(
-        self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
-    ) -> _Attempt:
-        plan = input.plan
-        command_issued()
-        return _Attempt(
-            workflow.start_activity(
-                names.TASK_ATTEMPT_ACTIVITY,
-                input,
-                result_type=AttemptReport,
-                task_queue=plan.queue,
-                start_to_close_timeout=start_to_close,
-                schedule_to_start_timeout=_ADOPT_PICKUP if plan.mode == "adopt" else None,
-                heartbeat_timeout=input.heartbeat,
-                retry_policy=_retry(plan.max_attempts),
-                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                summary=summary,
-            )
-        )
-
-
-class _Attempt:
-    """A background attempt in flight: the `scope.task.attempt` activity."""
-
-    def __init__(self, handle: workflow.ActivityHandle[AttemptReport]) -> None:
-        self._handle = handle
-
-    def cancel(self) -> None:
-        self._handle.cancel()
-
-    async def report(self) -> AttemptReport:
-        """The attempt's report; an attempt without one is lost (with its last checkpoint)."""
-        try:
-            return await self._handle
-        except ActivityError as error:
-            checkpoint = None
-            cause = error.cause
-            if isinstance(cause, TimeoutError) and cause.last_heartbeat_details:
-                try:
-                    beat = HeartbeatState.model_validate(cause.last_heartbeat_details[0])
-                except ValidationError:  # not ours: recover from the last known checkpoint
-                    beat = HeartbeatState()
-                checkpoint = beat.checkpoint
-            return AttemptReport(
-                attempt=0, lost=describe_activity_error(error), checkpoint=checkpoint
-            )
 
 
 async def _once(
@@ -351,7 +275,18 @@ async def _once(
         return lost(error)
 
 
-async def run_child(
+async def signal_workflow(workflow_id: str, signal: str, payload: Any) -> Exception | None:
+    """Signal another workflow: None, or why it was not delivered (the workflow has ended,
+    or never was)."""
+    command_issued()
+    try:
+        await workflow.get_external_workflow_handle(workflow_id).signal(signal, payload)
+    except Exception as error:
+        return error
+    return None
+
+
+async def _run_child(
     workflow_type: str,
     input: BaseModel,
     result_type: type[R],
@@ -383,14 +318,4 @@ async def run_child(
     return result
 
 
-def _retry(max_attempts: int) -> RetryPolicy:
-    """Temporal may repeat an attempt only for recoverable tools (`max_attempts > 1`)."""
-    return RetryPolicy(
-        maximum_attempts=max_attempts,
-        initial_interval=timedelta(seconds=1),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=10),
-    )
-
-
-__all__ = ["TemporalTransport", "run_child"]
+__all__ = ["TemporalTransport", "signal_workflow"]

@@ -10,10 +10,12 @@ the same function, so they cannot disagree; every attempt carries its call's dec
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 
+from scope_temporal.activities.served import Served
 from scope_temporal.activities.tool_attempt import attempt_once, unauthorised
 from scope_temporal.approval import ApprovalDecision, ApprovalPolicy, ApprovalRecord
 from scope_temporal.background.runtime import BackgroundRuntime
@@ -150,12 +152,12 @@ async def test_seam_08_a_refused_attempt_never_enters_the_tool_body() -> None:
     registry = Registry([d])
 
     async def once(attempt: ToolAttempt) -> Any:
+        served = SimpleNamespace(
+            registry=registry, tools=tools, middleware=(), observers=ObserverHub(), mcp=None
+        )
         return await attempt_once(
             attempt,
-            registry=registry,
-            tools=tools,
-            middleware=(),
-            observers=ObserverHub(),
+            cast(Served, served),
             runtime=cast(BackgroundRuntime, None),  # a refusal never reaches the runtime
         )
 
