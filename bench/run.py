@@ -86,7 +86,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a pac
 
 from bench import baselines, events, ledger, limits, mcp_calls, task_progress, workload
 from bench import sessions as session_bench
-from bench.workload import rounds_plan
 from scope_temporal import (
     Definition,
     ScopeClient,
