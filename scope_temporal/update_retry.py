@@ -4,9 +4,9 @@ or aborted with the workflow task that carried it.
 A workflow refuses an update (`names.UPDATE_AFTER_COMMANDS`, nothing applied, nothing in
 history) when it issued a command earlier in the same workflow task; see
 `workflows/task_commands.py` for why. The server aborts an update (`WorkflowNotReady`,
-"unexpected workflow task failure") when the workflow task that took it fails, e.g. when
-the workflow's completion in that task met a signal that had just come in: the task's
-work is discarded, the update with it. Either way the next task takes the update, so the
+"unexpected workflow task failure") when the workflow task that took it fails (seen when
+a session ended as its turn's background task signalled it): the task's work is
+discarded, the update with it. Either way the next task takes the update, so the
 sender simply tries again after a short pause. Every other outcome is the caller's.
 """
 
