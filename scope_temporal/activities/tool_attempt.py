@@ -24,6 +24,7 @@ from scope_temporal.interaction.admission import admission_problem
 from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.mcp.calls import mcp_call_tools
 from scope_temporal.mcp.connections import McpConnections
+from scope_temporal.mcp.progress import SendProgress
 from scope_temporal.observers import ObserverHub
 from scope_temporal.payload_limits import size_of, too_large
 from scope_temporal.registry import Registry
@@ -117,18 +118,21 @@ async def attempt_once(
     runtime: BackgroundRuntime,
     around: Callable[[Awaitable[AttemptOutcome]], Awaitable[AttemptOutcome]] | None = None,
     mcp: McpConnections | None = None,
+    progress: SendProgress | None = None,
 ) -> AttemptOutcome:
     """One attempt as `scope.tool` makes it: refused unless its Definition grants it, the
     body entered once with `runtime` reachable (`current_runtime()`), the outcome bounded
     by the payload limit (or the Definition's `max_response_bytes`). `around` wraps the
     body's run (the activity heartbeats there). An MCP tool's call (`request.mcp`) runs
-    as the tool its recorded record makes, over the worker's `mcp` connections.
+    as the tool its recorded record makes, over the worker's `mcp` connections; its
+    server's progress notifications go to `progress` (the tree's stream) as
+    `tool_progress` events.
     """
     request = attempt.request
     definition = registry.lookup(request.definition)
     if request.mcp is not None:
         connections = mcp if mcp is not None else McpConnections({})
-        definition, tools = mcp_call_tools(request, definition, connections)
+        definition, tools = mcp_call_tools(request, definition, connections, progress)
     refused = unauthorised(attempt, definition, tools)
     if refused is not None:
         return refused

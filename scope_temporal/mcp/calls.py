@@ -34,7 +34,10 @@ from scope_temporal.definition import Definition
 from scope_temporal.interaction.effects import ToolEffectRequest
 from scope_temporal.mcp.binding import bound_definition, spec_of
 from scope_temporal.mcp.connections import McpConnections, McpUnavailable
+from scope_temporal.mcp.live_calls import LiveCall
+from scope_temporal.mcp.progress import ProgressReports, SendProgress
 from scope_temporal.mcp.values import McpListing, McpServer, McpToolRecord
+from scope_temporal.tools.context import ToolInvocation, current_tool_call, require_tool_input
 from scope_temporal.tools.decorator import Tool
 from scope_temporal.tools.failures import HostFailure, ToolFailure
 from scope_temporal.tools.output import ToolOutput
@@ -58,39 +61,87 @@ class McpTool(Tool[..., Any]):
     """A recorded MCP tool bound on the worker: its body sends `tools/call` once."""
 
     def __init__(
-        self, record: McpToolRecord, server: McpServer, connections: McpConnections
+        self,
+        record: McpToolRecord,
+        server: McpServer,
+        connections: McpConnections,
+        progress: SendProgress | None = None,
     ) -> None:
         super().__init__(_never, spec_of(record, server), (), _Arguments)
         self.record = record
         self._connections = connections
+        self._progress = progress
 
     async def invoke(self, arguments_json: str) -> object:
+        invocation = current_tool_call()
+        live = self._connections.live
+        if invocation.has_continuation:  # the answer to the call's elicitation request
+            call = live.take(invocation.effect_id)
+            if call is None:
+                raise HostFailure(_not_held(self.record))
+            call.answer(invocation.continuation_response)
+        else:
+            call = await self._send(invocation, decode_arguments(arguments_json))
+        try:
+            asked = await call.next()
+        except BaseException:
+            call.cancel()
+            raise
+        if asked is not None:  # the call stays open on this worker for the answer
+            live.hold(invocation.effect_id, call)
+            require_tool_input(asked.prompt, asked.answer_schema, state={"mcp": "elicitation"})
+        return await self._settled(call)
+
+    async def _send(self, invocation: ToolInvocation, arguments: dict[str, Any]) -> LiveCall:
         record = self.record
-        arguments = decode_arguments(arguments_json)
         try:
             client = await self._connections.client(record.server)
         except McpUnavailable as error:
             raise ToolFailure(f"{error}. The call of {record.name!r} was not sent.") from None
+        reports = None
+        if self._progress is not None:
+            reports = ProgressReports(self._progress, invocation.process_id, invocation.ref)
+        sent = client.call_tool(
+            record.name, arguments, progress_callback=None if reports is None else reports.notified
+        )
+        call = self._connections.live.start(record.server, record.name, sent)
+        call.client = client
+        call.reports = reports
+        return call
+
+    async def _settled(self, call: LiveCall) -> object:
+        """The classified outcome of a call that ended."""
         from mcp import MCPError
 
+        record = self.record
+        if call.reports is not None:
+            await call.reports.close()
         try:
-            result = await client.call_tool(record.name, arguments)
+            result = call.task.result()
         except MCPError as error:
             if error.code in AMBIGUOUS_CODES:
-                await self._connections.drop(record.server, client)
+                await self._connections.drop(record.server, call.client)
                 raise HostFailure(_ambiguous(record, f"{error.message} ({error.code})")) from None
             raise ToolFailure(
                 f"MCP server {record.server!r} refused the call of {record.name!r}: "
                 f"{error.message} (JSON-RPC error {error.code})"
             ) from None
         except Exception as error:
-            await self._connections.drop(record.server, client)
+            await self._connections.drop(record.server, call.client)
             raise HostFailure(_ambiguous(record, f"{type(error).__name__}: {error}")) from None
         text = _text_of(result)
         if result.is_error:
             raise ToolFailure(text or f"MCP tool {record.name!r} reported an error.")
         structured = result.structured_content
         return ToolOutput(for_llm=text, for_user=structured) if structured is not None else text
+
+
+def _not_held(record: McpToolRecord) -> str:
+    return (
+        f"MCP server {record.server!r}, tool {record.name!r}: the call asked for input and "
+        "this worker does not hold it (the worker that sent it restarted, or another worker "
+        "took the answer); whether the tool ran to the end is unknown. It is not sent again."
+    )
 
 
 def _ambiguous(record: McpToolRecord, what: str) -> str:
@@ -117,7 +168,10 @@ def _text_of(result: Any) -> str:
 
 
 def mcp_tool_for(
-    record: McpToolRecord, servers: tuple[McpServer, ...], connections: McpConnections
+    record: McpToolRecord,
+    servers: tuple[McpServer, ...],
+    connections: McpConnections,
+    progress: SendProgress | None = None,
 ) -> McpTool | None:
     """The worker-side tool of a recorded MCP call (None: the Definition does not declare
     its server, or its allow list leaves the tool out: a forged request)."""
@@ -126,17 +180,25 @@ def mcp_tool_for(
         return None
     if server.allow is not None and record.name not in server.allow:
         return None
-    return McpTool(record, server, connections)
+    return McpTool(record, server, connections, progress)
 
 
 def mcp_call_tools(
-    request: ToolEffectRequest, definition: Definition | None, connections: McpConnections
+    request: ToolEffectRequest,
+    definition: Definition | None,
+    connections: McpConnections,
+    progress: SendProgress | None = None,
 ) -> tuple[Definition | None, ToolRegistry]:
     """The Definition (its recorded tool bound) and the tool that serve an MCP call's
-    attempt; an empty registry when the request is forged (the attempt is refused)."""
+    attempt; an empty registry when the request is forged (the attempt is refused).
+    `progress`: where the server's progress notifications go (None: nowhere)."""
     record = request.mcp
     assert record is not None  # only MCP calls come here
-    tool = None if definition is None else mcp_tool_for(record, definition.mcp_servers, connections)
+    tool = (
+        None
+        if definition is None
+        else mcp_tool_for(record, definition.mcp_servers, connections, progress)
+    )
     if definition is None or tool is None:
         return definition, ToolRegistry()
     listing = McpListing(server=record.server, tools=(record,))

@@ -41,7 +41,7 @@ from scope_temporal.interaction.effects import (
     ModelSettlement,
     ToolSettlement,
 )
-from scope_temporal.interaction.events import Event, TextEvent
+from scope_temporal.interaction.events import Event, TextEvent, ToolProgressEvent
 from scope_temporal.mcp.connections import McpConnections
 from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveText, LiveTextBuffer
@@ -345,7 +345,11 @@ class LocalTransport(NeverEvicted):
             observers=runner.observers,
             runtime=self._engine.tasks.runtime,
             mcp=runner.mcp,
+            progress=self._progress if input.events_to is not None else None,
         )
+
+    async def _progress(self, event: ToolProgressEvent) -> None:
+        self.publish([event])
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:
         await asyncio.sleep(delay.total_seconds())
