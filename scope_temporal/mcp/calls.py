@@ -25,7 +25,9 @@ middleware runs around it, and the outcome is classified as for a local tool:
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from typing import Any
 
 from pydantic import BaseModel
@@ -44,6 +46,14 @@ from scope_temporal.tools.output import ToolOutput
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.tools.validation import decode_arguments
 
+MAX_SENDS = 3
+"""How often a call declared safe to retry (`McpServer(retry_safe=...)`) is sent at most
+within one attempt when its outcome is ambiguous; then it is unknown."""
+RETRY_DELAY_SECONDS = 0.5
+"""Wait before the n-th re-send: n times this."""
+
+_log = logging.getLogger(__name__)
+
 AMBIGUOUS_CODES = frozenset({-32000, -32001, -32600, -32603, -32700})
 """CONNECTION_CLOSED, REQUEST_TIMEOUT, INVALID_REQUEST, INTERNAL_ERROR, PARSE_ERROR: codes
 the MCP SDK's client transports synthesize themselves (see the module docstring)."""
@@ -57,8 +67,13 @@ async def _never(**_: Any) -> None:  # pragma: no cover - McpTool.invoke replace
     raise AssertionError("an MCP tool is invoked through McpTool.invoke")
 
 
+class _Ambiguous(Exception):
+    """The call's outcome is unknown (the message says why)."""
+
+
 class McpTool(Tool[..., Any]):
-    """A recorded MCP tool bound on the worker: its body sends `tools/call` once."""
+    """A recorded MCP tool bound on the worker: its body sends `tools/call` once (up to
+    `MAX_SENDS` times when its server declares it safe to retry)."""
 
     def __init__(
         self,
@@ -69,26 +84,47 @@ class McpTool(Tool[..., Any]):
     ) -> None:
         super().__init__(_never, spec_of(record, server), (), _Arguments)
         self.record = record
+        self.retry_safe = server.retries(record)
         self._connections = connections
         self._progress = progress
 
     async def invoke(self, arguments_json: str) -> object:
         invocation = current_tool_call()
-        live = self._connections.live
-        if invocation.has_continuation:  # the answer to the call's elicitation request
-            call = live.take(invocation.effect_id)
-            if call is None:
-                raise HostFailure(_not_held(self.record))
-            call.answer(invocation.continuation_response)
-        else:
-            call = await self._send(invocation, decode_arguments(arguments_json))
+        arguments = decode_arguments(arguments_json)
+        sends = 0
+        while True:
+            try:
+                if invocation.has_continuation and sends == 0:
+                    return await self._answered(invocation)
+                sends += 1
+                return await self._run(invocation, await self._send(invocation, arguments))
+            except _Ambiguous as ambiguous:
+                if not self.retry_safe:
+                    raise HostFailure(str(ambiguous)) from None
+                if sends >= MAX_SENDS:
+                    raise HostFailure(
+                        f"{ambiguous} It was sent {sends} times in all (declared safe to retry)."
+                    ) from None
+                _log.warning("%s Declared safe to retry: sending it again.", ambiguous)
+                await asyncio.sleep(RETRY_DELAY_SECONDS * sends)
+                invocation = invocation.model_copy(update={"has_continuation": False})
+
+    async def _answered(self, invocation: ToolInvocation) -> object:
+        """The answer to the call's elicitation request: to the call held here."""
+        call = self._connections.live.take(invocation.effect_id)
+        if call is None:
+            raise _Ambiguous(_not_held(self.record))
+        call.answer(invocation.continuation_response)
+        return await self._run(invocation, call)
+
+    async def _run(self, invocation: ToolInvocation, call: LiveCall) -> object:
         try:
             asked = await call.next()
         except BaseException:
             call.cancel()
             raise
         if asked is not None:  # the call stays open on this worker for the answer
-            live.hold(invocation.effect_id, call)
+            self._connections.live.hold(invocation.effect_id, call)
             require_tool_input(asked.prompt, asked.answer_schema, state={"mcp": "elicitation"})
         return await self._settled(call)
 
@@ -121,14 +157,14 @@ class McpTool(Tool[..., Any]):
         except MCPError as error:
             if error.code in AMBIGUOUS_CODES:
                 await self._connections.drop(record.server, call.client)
-                raise HostFailure(_ambiguous(record, f"{error.message} ({error.code})")) from None
+                raise _Ambiguous(_ambiguous(record, f"{error.message} ({error.code})")) from None
             raise ToolFailure(
                 f"MCP server {record.server!r} refused the call of {record.name!r}: "
                 f"{error.message} (JSON-RPC error {error.code})"
             ) from None
         except Exception as error:
             await self._connections.drop(record.server, call.client)
-            raise HostFailure(_ambiguous(record, f"{type(error).__name__}: {error}")) from None
+            raise _Ambiguous(_ambiguous(record, f"{type(error).__name__}: {error}")) from None
         text = _text_of(result)
         if result.is_error:
             raise ToolFailure(text or f"MCP tool {record.name!r} reported an error.")

@@ -52,6 +52,12 @@ def tools(variant: str) -> list[types.Tool]:
             {"count": {"type": "integer"}, "pause": {"type": "number"}},
         ),
         _tool("elicit_twice", "Ask the client's user two questions in a row.", text),
+        _tool(
+            "flaky",
+            "Kill the server on the first call (per call log), answer on the next.",
+            text,
+            idempotent_hint=True,
+        ),
     ]
     if variant == "changed":
         listed = [t for t in listed if t.name != "echo"]
@@ -79,6 +85,15 @@ def _log(name: str, arguments: dict[str, Any]) -> None:
         log.write(json.dumps({"tool": name, "arguments": arguments, "pid": os.getpid()}) + "\n")
         log.flush()
         os.fsync(log.fileno())
+
+
+def _logged(tool: str) -> int:
+    """How many calls of `tool` the call log holds (this one included)."""
+    path = os.environ.get("MCP_CALL_LOG")
+    if not path or not os.path.exists(path):
+        return 0
+    with open(path, encoding="utf-8") as log:
+        return sum(json.loads(line)["tool"] == tool for line in log)
 
 
 def _variant() -> str:
@@ -126,6 +141,11 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
             raise
     if name == "crash":
         os._exit(3)
+    if name == "flaky":
+        sent = _logged("flaky")
+        if sent == 1:
+            os._exit(3)
+        return _text(f"flaky answered on send {sent}")
     if name in ("sample", "elicit"):
         return await _ask_client(ctx, name, str(arguments.get("text", "")))
     if name == "elicit_twice":

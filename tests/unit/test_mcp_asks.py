@@ -239,3 +239,79 @@ async def test_mcp_elicitation_with_two_calls_in_flight_on_the_server_is_refused
         await runner.aclose()
     [elicit] = model.requests[1].messages[-1].tool_results
     assert elicit.is_error and "2 calls are in flight" in elicit.content
+
+
+async def _one_call(log: Path, server: McpServer, tool: str) -> tuple[LocalRunner, object]:
+    definition = Definition("mcp-retry", mcp_servers=[server])
+    model = ScriptedModel([reply.tool_calls((f"faulty_{tool}", {"text": "t"})), reply.text("ok")])
+    runner = await _with_runner(definition, model, log)
+    run = await runner.start("mcp-retry", "go")
+    return runner, (run, model)
+
+
+async def test_mcp_server_declared_retry_safe_sends_an_ambiguous_call_again(log: Path) -> None:
+    runner, (run, model) = await _one_call(log, McpServer("faulty", retry_safe=True), "flaky")
+    try:
+        assert (await run.result()).text == "ok"  # type: ignore[attr-defined]
+    finally:
+        await runner.aclose()
+    [result] = model.requests[1].messages[-1].tool_results  # type: ignore[attr-defined]
+    assert (result.content, result.is_error) == ("flaky answered on send 2", False)
+    assert [c["tool"] for c in calls(log)] == ["flaky", "flaky"]  # the server died once
+
+
+async def test_mcp_tools_declared_retry_safe_by_name_only_those_are_sent_again(
+    log: Path,
+) -> None:
+    server = McpServer("faulty", retry_safe={"flaky"})
+    runner, (run, _) = await _one_call(log, server, "crash")
+    try:
+        [unknown] = (await run.idle()).unknown_effects  # type: ignore[attr-defined]
+        assert "It is not sent again" in unknown.diagnostic
+    finally:
+        await runner.aclose()
+    assert [c["tool"] for c in calls(log)] == ["crash"]
+
+
+async def test_mcp_idempotent_hint_alone_never_makes_a_call_retry(log: Path) -> None:
+    runner, (run, _) = await _one_call(log, McpServer("faulty"), "flaky")  # idempotentHint
+    try:
+        [unknown] = (await run.idle()).unknown_effects  # type: ignore[attr-defined]
+    finally:
+        await runner.aclose()
+    assert unknown.request.mcp.annotations["idempotentHint"] is True  # type: ignore[union-attr]
+    assert [c["tool"] for c in calls(log)] == ["flaky"]
+
+
+async def test_mcp_retry_safe_call_still_ambiguous_after_three_sends_is_unknown(
+    log: Path,
+) -> None:
+    runner, (run, _) = await _one_call(log, McpServer("faulty", retry_safe=True), "crash")
+    try:
+        [unknown] = (await run.idle()).unknown_effects  # type: ignore[attr-defined]
+        assert "sent 3 times in all (declared safe to retry)" in unknown.diagnostic
+    finally:
+        await runner.aclose()
+    assert [c["tool"] for c in calls(log)] == ["crash"] * 3
+
+
+def test_mcp_retry_safe_enters_the_digest_only_when_declared() -> None:
+    plain = Definition("d", mcp_servers=[McpServer("faulty")])
+    assert Definition("d", mcp_servers=[McpServer("faulty", retry_safe=False)]).digest == (
+        plain.digest
+    )
+    safe = Definition("d", mcp_servers=[McpServer("faulty", retry_safe=True)])
+    named = Definition("d", mcp_servers=[McpServer("faulty", retry_safe={"echo"})])
+    assert len({plain.digest, safe.digest, named.digest}) == 3
+
+
+async def test_mcp_retry_safe_naming_a_tool_not_offered_is_refused(log: Path) -> None:
+    server = McpServer("faulty", allow=("echo",), retry_safe={"add"})
+    definition = Definition("mcp-retry", mcp_servers=[server])
+    runner = await _with_runner(definition, ScriptedModel([reply.text("x")]), log)
+    try:
+        with pytest.raises(ScopeError, match="retry_safe names \\['add'\\]"):
+            await runner.start("mcp-retry", "go")
+    finally:
+        await runner.aclose()
+    assert calls(log) == []
