@@ -233,6 +233,7 @@ class ScopeActivities:
             around=_Heartbeat(input.heartbeat).around,
             mcp=self.mcp,
             progress=_progress_events(input.events_to),
+            sent_before=activity.info().attempt - 1,
         )
 
 

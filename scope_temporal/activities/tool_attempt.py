@@ -119,6 +119,7 @@ async def attempt_once(
     around: Callable[[Awaitable[AttemptOutcome]], Awaitable[AttemptOutcome]] | None = None,
     mcp: McpConnections | None = None,
     progress: SendProgress | None = None,
+    sent_before: int = 0,
 ) -> AttemptOutcome:
     """One attempt as `scope.tool` makes it: refused unless its Definition grants it, the
     body entered once with `runtime` reachable (`current_runtime()`), the outcome bounded
@@ -126,13 +127,14 @@ async def attempt_once(
     body's run (the activity heartbeats there). An MCP tool's call (`request.mcp`) runs
     as the tool its recorded record makes, over the worker's `mcp` connections; its
     server's progress notifications go to `progress` (the tree's stream) as
-    `tool_progress` events.
+    `tool_progress` events; `sent_before`: the attempts Temporal made before this one
+    (only a call its Definition declares safe to retry has any).
     """
     request = attempt.request
     definition = registry.lookup(request.definition)
     if request.mcp is not None:
         connections = mcp if mcp is not None else McpConnections({})
-        definition, tools = mcp_call_tools(request, definition, connections, progress)
+        definition, tools = mcp_call_tools(request, definition, connections, progress, sent_before)
     refused = unauthorised(attempt, definition, tools)
     if refused is not None:
         return refused

@@ -38,7 +38,7 @@ from scope_temporal.mcp.binding import bound_definition, spec_of
 from scope_temporal.mcp.connections import McpConnections, McpUnavailable
 from scope_temporal.mcp.live_calls import LiveCall
 from scope_temporal.mcp.progress import ProgressReports, SendProgress
-from scope_temporal.mcp.values import McpListing, McpServer, McpToolRecord
+from scope_temporal.mcp.values import MAX_SENDS, McpListing, McpServer, McpToolRecord
 from scope_temporal.tools.context import ToolInvocation, current_tool_call, require_tool_input
 from scope_temporal.tools.decorator import Tool
 from scope_temporal.tools.failures import HostFailure, ToolFailure
@@ -46,9 +46,6 @@ from scope_temporal.tools.output import ToolOutput
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.tools.validation import decode_arguments
 
-MAX_SENDS = 3
-"""How often a call declared safe to retry (`McpServer(retry_safe=...)`) is sent at most
-within one attempt when its outcome is ambiguous; then it is unknown."""
 RETRY_DELAY_SECONDS = 0.5
 """Wait before the n-th re-send: n times this."""
 
@@ -81,20 +78,24 @@ class McpTool(Tool[..., Any]):
         server: McpServer,
         connections: McpConnections,
         progress: SendProgress | None = None,
+        sent_before: int = 0,
     ) -> None:
         super().__init__(_never, spec_of(record, server), (), _Arguments)
         self.record = record
-        self.retry_safe = server.retries(record)
+        self.retry_safe = server.retries(record.name)
         self._connections = connections
         self._progress = progress
+        self._sent_before = sent_before
 
     async def invoke(self, arguments_json: str) -> object:
         invocation = current_tool_call()
         arguments = decode_arguments(arguments_json)
-        sends = 0
+        sends = self._sent_before  # attempts Temporal made before this one (each one send)
+        if sends and not self.retry_safe:  # a retry the at-most-once rule forbids
+            raise HostFailure(_ambiguous(self.record, f"attempt {sends + 1} of the call"))
         while True:
             try:
-                if invocation.has_continuation and sends == 0:
+                if invocation.has_continuation and sends == self._sent_before:
                     return await self._answered(invocation)
                 sends += 1
                 return await self._run(invocation, await self._send(invocation, arguments))
@@ -208,6 +209,7 @@ def mcp_tool_for(
     servers: tuple[McpServer, ...],
     connections: McpConnections,
     progress: SendProgress | None = None,
+    sent_before: int = 0,
 ) -> McpTool | None:
     """The worker-side tool of a recorded MCP call (None: the Definition does not declare
     its server, or its allow list leaves the tool out: a forged request)."""
@@ -216,7 +218,7 @@ def mcp_tool_for(
         return None
     if server.allow is not None and record.name not in server.allow:
         return None
-    return McpTool(record, server, connections, progress)
+    return McpTool(record, server, connections, progress, sent_before)
 
 
 def mcp_call_tools(
@@ -224,16 +226,18 @@ def mcp_call_tools(
     definition: Definition | None,
     connections: McpConnections,
     progress: SendProgress | None = None,
+    sent_before: int = 0,
 ) -> tuple[Definition | None, ToolRegistry]:
     """The Definition (its recorded tool bound) and the tool that serve an MCP call's
     attempt; an empty registry when the request is forged (the attempt is refused).
-    `progress`: where the server's progress notifications go (None: nowhere)."""
+    `progress`: where the server's progress notifications go (None: nowhere);
+    `sent_before`: the attempts Temporal made before this one (a retry-safe call's)."""
     record = request.mcp
     assert record is not None  # only MCP calls come here
     tool = (
         None
         if definition is None
-        else mcp_tool_for(record, definition.mcp_servers, connections, progress)
+        else mcp_tool_for(record, definition.mcp_servers, connections, progress, sent_before)
     )
     if definition is None or tool is None:
         return definition, ToolRegistry()

@@ -195,6 +195,7 @@ def _record(where: str, server: McpServer, tool: Any, taken: set[str]) -> McpToo
         description=description,
         input_schema=schema,
         annotations=annotations,
+        retry_safe=server.retries(name),
     )
 
 

@@ -27,6 +27,11 @@ from scope_temporal.errors import DefinitionError
 
 McpPermission = Literal["read", "write", "exec"]
 
+MAX_SENDS = 3
+"""How often a call declared safe to retry is sent at most when its outcome stays
+ambiguous (within an attempt, and attempts Temporal makes again after a lost worker or a
+timeout, each counted as one send); then it is unknown."""
+
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
 
@@ -101,10 +106,11 @@ class McpServer(BaseModel):
             data["retry_safe"] = True if safe is True else sorted(safe)
         return data
 
-    def retries(self, record: McpToolRecord) -> bool:
-        """Whether a call of `record` may be sent again when its outcome is ambiguous."""
+    def retries(self, tool: str) -> bool:
+        """Whether a call of its tool `tool` (the server's name for it) may be sent again
+        when its outcome is ambiguous."""
         safe = self.retry_safe
-        return safe is True or (isinstance(safe, frozenset) and record.name in safe)
+        return safe is True or (isinstance(safe, frozenset) and tool in safe)
 
     def asks_before(self, record: McpToolRecord) -> bool:
         """Whether a call of `record` needs approval under `approval`."""
@@ -128,6 +134,9 @@ class McpToolRecord(BaseModel):
     annotations: dict[str, Any] = {}
     """The server's hints (`readOnlyHint`, `destructiveHint`, ...): untrusted, they never
     make a call retry or lower its permission; an approval policy may read them."""
+    retry_safe: bool = False
+    """The Definition declares it safe to send again (`McpServer(retry_safe=...)`): its
+    `scope.tool` attempts may be retried (up to `MAX_SENDS`) after a lost worker."""
 
     @property
     def destructive(self) -> bool:
@@ -206,6 +215,7 @@ class McpHttp:
 McpTarget = McpStdio | McpHttp
 
 __all__ = [
+    "MAX_SENDS",
     "McpHttp",
     "McpListInput",
     "McpListOutcome",

@@ -46,6 +46,7 @@ from scope_temporal.interaction.effects import (
 )
 from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.task_values import AttemptReport
+from scope_temporal.mcp.values import MAX_SENDS
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
     HeartbeatState,
@@ -167,6 +168,7 @@ class TemporalTransport:
         summary: str,
         task_queue: str | None = None,
     ) -> AttemptOutcome | Lost:
+        mcp = input.attempt.request.mcp
         outcome: AttemptOutcome | Lost = await _once(
             names.TOOL_ACTIVITY,
             input,
@@ -175,6 +177,8 @@ class TemporalTransport:
             heartbeat=input.heartbeat,
             summary=summary,
             task_queue=task_queue,
+            # a lost attempt of an MCP tool declared safe to retry is made again
+            retry=_retry(MAX_SENDS) if mcp is not None and mcp.retry_safe else _ONCE,
         )
         if isinstance(outcome, Lost) and task_queue is not None:
             return Lost(f"{outcome.diagnostic} [task queue {task_queue!r}]")
@@ -328,8 +332,10 @@ async def _once(
     heartbeat: timedelta | None,
     summary: str,
     task_queue: str | None = None,
+    retry: RetryPolicy = _ONCE,
 ) -> Any:
-    """Run an activity once (never retried): its result, or `Lost` if it returned none.
+    """Run an activity once (never retried, unless `retry` says otherwise): its result,
+    or `Lost` if it returned none.
 
     On another pool's `task_queue` it waits at most `start_to_close` to be picked up
     (schedule-to-start): a pool that is down makes the call unknown, never run elsewhere.
@@ -344,7 +350,7 @@ async def _once(
             start_to_close_timeout=start_to_close,
             schedule_to_start_timeout=None if task_queue is None else start_to_close,
             heartbeat_timeout=heartbeat,
-            retry_policy=_ONCE,
+            retry_policy=retry,
             summary=summary,
         )
     except ActivityError as error:

@@ -58,6 +58,7 @@ def tools(variant: str) -> list[types.Tool]:
             text,
             idempotent_hint=True,
         ),
+        _tool("stall", "Never answer the first call (per call log); answer the next.", text),
     ]
     if variant == "changed":
         listed = [t for t in listed if t.name != "echo"]
@@ -141,6 +142,11 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
             raise
     if name == "crash":
         os._exit(3)
+    if name == "stall":
+        sent = _logged("stall")
+        if sent == 1:
+            await anyio.sleep(3600)
+        return _text(f"stall answered on send {sent}")
     if name == "flaky":
         sent = _logged("flaky")
         if sent == 1:
