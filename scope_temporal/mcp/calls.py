@@ -1,5 +1,8 @@
 """One MCP tool call, as the body of an ordinary tool: sent at most once, classified.
 
+The call itself is owned by the worker (`live_calls`), so a server's elicitation request
+can wait for the host's answer across attempts, and its progress goes to `progress`.
+
 Activity side. An MCP tool reaches `scope.tool` as a `Tool` built from its recorded
 record (`McpTool`), so the executor's rules apply unchanged: the permission is checked
 and the arguments validated against the recorded schema before anything is sent,
@@ -16,7 +19,9 @@ middleware runs around it, and the outcome is classified as for a local tool:
   server died, the MCP SDK's timeout, a response that does not parse, cancellation)
   -> the outcome is unknown (`HostFailure`): an unknown Effect for a person to settle.
   The connection is dropped (the next call opens a new one) and this call is never sent
-  again. The JSON-RPC codes the MCP SDK also produces itself when a transport fails
+  again, unless the Definition declares its tool safe to retry (`McpServer.retry_safe`):
+  then it is sent again, `MAX_SENDS` times at most, counting the attempts Temporal made
+  before this one. The JSON-RPC codes the MCP SDK also produces itself when a transport fails
   (`AMBIGUOUS_CODES`: connection closed, request timeout, an HTTP error status read as an
   internal error, a response that does not parse, an unexpected response) read as
   unknown even when a server sent them: the safe reading, since an internal error may

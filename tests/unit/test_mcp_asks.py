@@ -315,3 +315,24 @@ async def test_mcp_retry_safe_naming_a_tool_not_offered_is_refused(log: Path) ->
     finally:
         await runner.aclose()
     assert calls(log) == []
+
+
+async def test_mcp_cancelling_while_an_elicitation_waits_leaves_the_call_unknown(
+    log: Path,
+) -> None:
+    definition = Definition("mcp-cancel-wait", mcp_servers=[McpServer("faulty")])
+    model = ScriptedModel([reply.tool_calls(("faulty_elicit", {"text": "?"})), reply.text("x")])
+    runner = await _with_runner(definition, model, log)
+    try:
+        run = await runner.start("mcp-cancel-wait", "go")
+        [pending] = (await run.idle()).pending_tool_inputs
+        await run.cancel()
+        with pytest.raises(ScopeError, match="cancelled"):
+            await run.result()
+        snap = run.snapshot()
+        assert snap.pending_tool_inputs == []
+        [unknown] = snap.unknown_effects
+        assert unknown.effect_id == pending.process_id.replace("/tool/", "/call/")
+    finally:
+        await runner.aclose()
+    assert [c["tool"] for c in calls(log)] == ["elicit"]
