@@ -97,19 +97,21 @@ class McpTool(Tool[..., Any]):
         arguments = decode_arguments(arguments_json)
         sends = self._sent_before  # attempts Temporal made before this one (each one send)
         if sends and not self.retry_safe:  # a retry the at-most-once rule forbids
-            raise HostFailure(_ambiguous(self.record, f"attempt {sends + 1} of the call"))
+            what = f"attempt {sends + 1} of the call"
+            raise HostFailure(f"{_ambiguous(self.record, what)} It is not sent again.")
         while True:
             try:
-                if invocation.has_continuation and sends == self._sent_before:
+                sends += 1  # a held call counts as the send of the attempt that asked
+                if invocation.has_continuation and sends == self._sent_before + 1:
                     return await self._answered(invocation)
-                sends += 1
                 return await self._run(invocation, await self._send(invocation, arguments))
             except _Ambiguous as ambiguous:
                 if not self.retry_safe:
-                    raise HostFailure(str(ambiguous)) from None
+                    raise HostFailure(f"{ambiguous} It is not sent again.") from None
                 if sends >= MAX_SENDS:
                     raise HostFailure(
-                        f"{ambiguous} It was sent {sends} times in all (declared safe to retry)."
+                        f"{ambiguous} It was sent {sends} times in all (declared safe to "
+                        "retry); it is not sent again."
                     ) from None
                 _log.warning("%s Declared safe to retry: sending it again.", ambiguous)
                 await asyncio.sleep(RETRY_DELAY_SECONDS * sends)
@@ -182,14 +184,14 @@ def _not_held(record: McpToolRecord) -> str:
     return (
         f"MCP server {record.server!r}, tool {record.name!r}: the call asked for input and "
         "this worker does not hold it (the worker that sent it restarted, or another worker "
-        "took the answer); whether the tool ran to the end is unknown. It is not sent again."
+        "took the answer); whether the tool ran to the end is unknown."
     )
 
 
 def _ambiguous(record: McpToolRecord, what: str) -> str:
     return (
         f"MCP server {record.server!r}, tool {record.name!r}: the request was sent and no "
-        f"result came back ({what}); whether the tool ran is unknown. It is not sent again."
+        f"result came back ({what}); whether the tool ran is unknown."
     )
 
 

@@ -202,7 +202,9 @@ async def test_mcp_elicitation_answer_reaching_a_worker_without_the_call_is_unkn
         run = await runner.start("mcp-lost", "go")
         [pending] = (await run.idle()).pending_tool_inputs
         assert runner.mcp is not None
-        runner.mcp.live.held.clear()  # as if the worker holding it had restarted
+        for held in runner.mcp.live.held.values():  # as if the worker holding it died
+            held.cancel()
+        runner.mcp.live.held.clear()
         await run.answer(pending, "a1", {"action": "accept", "content": {"answer": "y"}})
         snap = await run.idle()
         [unknown] = snap.unknown_effects
@@ -336,3 +338,32 @@ async def test_mcp_cancelling_while_an_elicitation_waits_leaves_the_call_unknown
     finally:
         await runner.aclose()
     assert [c["tool"] for c in calls(log)] == ["elicit"]
+
+
+async def test_mcp_retry_safe_call_whose_held_call_is_gone_is_sent_again_and_asks_again(
+    log: Path,
+) -> None:
+    definition = Definition("mcp-lost-safe", mcp_servers=[McpServer("faulty", retry_safe=True)])
+    model = ScriptedModel([reply.tool_calls(("faulty_elicit", {"text": "?"})), reply.text("ok")])
+    runner = await _with_runner(definition, model, log)
+    try:
+        run = await runner.start("mcp-lost-safe", "go")
+        [first] = (await run.idle()).pending_tool_inputs
+        assert runner.mcp is not None
+        for held in runner.mcp.live.held.values():  # as if the worker holding it died
+            held.cancel()
+        runner.mcp.live.held.clear()
+        await run.answer(first, "a1", {"action": "accept", "content": {"answer": "lost"}})
+        for _ in range(100):  # sent again: the server asks again
+            pending = run.snapshot().pending_tool_inputs
+            if pending and pending[0].wait_id != first.wait_id:
+                break
+            await asyncio.sleep(0.05)
+        [second] = run.snapshot().pending_tool_inputs
+        await run.answer(second, "a2", {"action": "accept", "content": {"answer": "kept"}})
+        assert (await run.result()).text == "ok"
+    finally:
+        await runner.aclose()
+    [result] = model.requests[1].messages[-1].tool_results
+    assert result.content == 'elicit accept: {"answer": "kept"}'
+    assert [c["tool"] for c in calls(log)] == ["elicit", "elicit", "elicited"]
