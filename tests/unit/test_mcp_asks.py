@@ -367,3 +367,23 @@ async def test_mcp_retry_safe_call_whose_held_call_is_gone_is_sent_again_and_ask
     [result] = model.requests[1].messages[-1].tool_results
     assert result.content == 'elicit accept: {"answer": "kept"}'
     assert [c["tool"] for c in calls(log)] == ["elicit", "elicit", "elicited"]
+
+
+async def test_mcp_progress_shows_as_a_line_when_a_run_is_followed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from typing import Any
+
+    from scope_temporal.cli._follow import Follower
+
+    class _Handle:
+        id = "root"
+
+    follower = Follower(_Handle())  # type: ignore[arg-type]
+    shown: Any = follower._show  # the line a host sees for one event
+    await shown(
+        ToolProgressEvent(
+            process_id="root/tool/1/0", ref="root/1/0", progress=2, total=3, message="step 2 of 3"
+        )
+    )
+    assert "… 2/3 step 2 of 3" in capsys.readouterr().out
