@@ -7,8 +7,9 @@ or `SCOPE_MODEL_BASE_URL` to put a real model in its place (see `activities/mode
 
 The investigation it plays, one step per model call:
   1. search every log for ERROR and read the runbook matching the request (in parallel),
-     and start exporting the logs as evidence (`export_logs`, a background tool: after
-     half a second it moves to the background and the investigation goes on);
+     start exporting the logs as evidence (`export_logs`, a background tool: after
+     half a second it moves to the background and the investigation goes on), and ask
+     the MCP server `time` for the time (when the environment has it);
   2. find who holds the database connections; read that service's log and the
      connection runbook (in parallel);
   3. ask the `summarize` delegate to condense the evidence;
@@ -127,6 +128,8 @@ def _investigate(request: ModelRequest) -> Response:
         ]
         if "export_logs" in offered:
             calls.append(("export_logs", {}))
+        if "time_get_current_time" in offered:  # the MCP server `time` (activities/clock.py)
+            calls.append(("time_get_current_time", {"timezone": "UTC"}))
         return reply.tool_calls(
             *calls, text="Searching every log for errors and looking up the matching runbook."
         )
@@ -224,10 +227,18 @@ def _export_line(progress: _Progress) -> str | None:
     return None
 
 
+def _clock_line(progress: _Progress) -> str | None:
+    """When the investigation ran, as the MCP time server said (if it was offered)."""
+    said = _envelope(progress.results("time_get_current_time"))
+    if not said:
+        return None
+    return f"- investigated at {said.get('datetime')} (MCP server time)"
+
+
 def _report_body(progress: _Progress, facts: dict[str, str]) -> str:
     summary = progress.results("summarize")
     evidence = summary[-1].content if summary else "\n".join(progress.lines()[:10])
-    actions = [line for line in [_export_line(progress)] if line]
+    actions = [line for line in [_clock_line(progress), _export_line(progress)] if line]
     for name in ("restart_service", "open_ticket"):
         for result in progress.results(name):
             state = "failed: " if result.is_error else ""

@@ -344,6 +344,9 @@ class ContextPage(_Payload):
 class ToolActivityInput(_Payload):
     attempt: ToolAttempt
     heartbeat: timedelta | None = None
+    events_to: str | None = None
+    """The workflow hosting the tree's event stream, for an MCP call (its server's
+    progress notifications go there as `tool_progress` events); None otherwise."""
 
 
 class SteerInput(_Payload):

@@ -2,10 +2,11 @@
 
 `workflows/` holds the agents (Definitions), `activities/` the tools and models. This module
 is the app entry point the worker loads (`scope-temporal worker --app workflows`, the
-default): it exposes `definitions`, `tools` and `build_models()`. The SDK never imports it.
+default): it exposes `definitions`, `tools`, `mcp_servers` and `build_models()`. The SDK
+never imports it.
 """
 
-from activities import tools
+from activities import mcp_servers, tools
 from activities.models import build_models
 from workflows.ops import ops, require_root_cause
 from workflows.summarizer import summarizer
@@ -21,6 +22,7 @@ __all__ = [
     "DEMO_PROMPT",
     "build_models",
     "definitions",
+    "mcp_servers",
     "ops",
     "require_root_cause",
     "summarizer",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from activities import ExportLogs, open_ticket, read_runbook, restart_service, search_logs
+from activities.clock import AVAILABLE, time_server
 from scope_temporal import CompletionCandidate, CompletionDecision, Definition, Delegate, ToolSet
 
 _ROOT_CAUSE = re.compile(r"^\s*\**root cause\**\s*:\s*\S", re.IGNORECASE | re.MULTILINE)
@@ -35,6 +36,11 @@ ops = Definition(
         "operator's approval; open a ticket when the runbook says so. Before you report, read "
         "the export's result with task_output. Finish with a short report that has a line "
         "starting 'Root cause:'."
+        + (
+            " Note when the investigation ran (UTC) with time_get_current_time."
+            if AVAILABLE
+            else ""
+        )
     ),
     model="default",
     tools=ToolSet(
@@ -51,6 +57,7 @@ ops = Definition(
             capabilities={"read"},
         ),
     ],
+    mcp_servers=[time_server] if AVAILABLE else [],
     max_model_calls=12,
     max_concurrent_tool_calls=4,
     completion_validator=require_root_cause,

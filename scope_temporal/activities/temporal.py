@@ -30,9 +30,10 @@ from scope_temporal.activities.tool_attempt import attempt_once
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.chat import Message
 from scope_temporal.interaction.effects import ModelHostFailed, ModelResponded
-from scope_temporal.interaction.events import TextEvent
+from scope_temporal.interaction.events import TextEvent, ToolProgressEvent
 from scope_temporal.mcp.connections import McpConnections
 from scope_temporal.mcp.listing import list_tools
+from scope_temporal.mcp.progress import SendProgress
 from scope_temporal.mcp.values import McpListInput, McpListOutcome
 from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveTextBuffer
@@ -220,6 +221,8 @@ class ScopeActivities:
                 self.background, tasks=TemporalTaskAccess(activity.client())
             ),
             around=_Heartbeat(input.heartbeat).around,
+            progress=_progress_events(input.events_to),
+            sent_before=activity.info().attempt - 1,
         )
 
 
@@ -235,6 +238,20 @@ def _text_events(events_to: str | None, process_id: str, seq: int) -> TextEvents
         await stream.flush()
 
     return TextEvents(send, process_id, seq)
+
+
+def _progress_events(events_to: str | None) -> SendProgress | None:
+    """An MCP call's progress events' way into the tree's stream (None: none)."""
+    if events_to is None:
+        return None
+    stream = WorkflowStreamClient.create(activity.client(), events_to)
+    topic = stream.topic(names.EVENTS_TOPIC)
+
+    async def send(event: ToolProgressEvent) -> None:
+        topic.publish(event)
+        await stream.flush()
+
+    return send
 
 
 _QUERY_ATTEMPTS = 8

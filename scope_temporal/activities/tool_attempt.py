@@ -24,6 +24,7 @@ from scope_temporal.errors import (
 from scope_temporal.interaction.admission import admission_problem
 from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.mcp.calls import mcp_call_tools
+from scope_temporal.mcp.progress import SendProgress
 from scope_temporal.observers import ObserverHub
 from scope_temporal.payload_limits import size_of, too_large
 from scope_temporal.tools.context import ToolInvocation
@@ -112,18 +113,22 @@ async def attempt_once(
     *,
     runtime: BackgroundRuntime,
     around: Callable[[Awaitable[AttemptOutcome]], Awaitable[AttemptOutcome]] | None = None,
+    progress: SendProgress | None = None,
+    sent_before: int = 0,
 ) -> AttemptOutcome:
     """One attempt as `scope.tool` makes it, with `served`'s tools: refused unless its
     Definition grants it, the body entered once with `runtime` reachable
     (`current_runtime()`), the outcome bounded by the payload limit (or the Definition's
     `max_response_bytes`). `around` wraps the body's run (the activity heartbeats there).
     An MCP tool's call (`request.mcp`) runs as the tool its recorded record makes, over
-    the worker's MCP connections.
+    the worker's MCP connections; its server's progress notifications go to `progress`
+    (the tree's stream) as `tool_progress` events; `sent_before`: the attempts Temporal
+    made before this one (only a call its Definition declares safe to retry has any).
     """
     request, registry, tools = attempt.request, served.registry, served.tools
     definition = registry.lookup(request.definition)
     if request.mcp is not None:
-        definition, tools = mcp_call_tools(request, definition, served.mcp)
+        definition, tools = mcp_call_tools(request, definition, served.mcp, progress, sent_before)
     refused = unauthorised(attempt, definition, tools)
     if refused is not None:
         return refused

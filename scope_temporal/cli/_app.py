@@ -2,8 +2,9 @@
 
 An app module exposes `definitions`, `tools` and either `models` (a mapping) or a
 `build_models()` function; optionally `data_converter` (its payload codec, e.g.
-encryption). The default is the reference app (`workflows`, with its tools in
-`activities`), loaded from the project root; the SDK never imports it otherwise.
+encryption) and `mcp_servers` (how to reach the MCP servers its Definitions name). The
+default is the reference app (`workflows`, with its tools in `activities`), loaded from
+the project root; the SDK never imports it otherwise.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -40,6 +41,9 @@ class App:
     """The app's suggested first prompt (`DEMO_PROMPT`), if it has one."""
     data_converter: DataConverter | None = None
     """The app's `data_converter` (e.g. with an encryption codec), if it defines one."""
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    """How the worker reaches the MCP servers the Definitions name (`McpStdio` /
+    `McpHttp` by name), if the app defines `mcp_servers`."""
 
     def model_lines(self) -> list[str]:
         """One line per model: its name and what it is (its `label`, or its type)."""
@@ -169,6 +173,7 @@ def _collect(module: ModuleType) -> App:
         models=dict(models),
         prompt=prompt if isinstance(prompt, str) else None,
         data_converter=app_data_converter(module),
+        mcp_servers=dict(getattr(module, "mcp_servers", None) or {}),
     )
 
 

@@ -57,6 +57,7 @@ from scope_temporal.interaction.events import (
     SteerAppliedEvent,
     TaskProgressEvent,
     TextEvent,
+    ToolProgressEvent,
     ToolSettledEvent,
     ToolStartedEvent,
     UnknownOpenedEvent,
@@ -188,6 +189,11 @@ class Follower:
             case "task_progress":
                 assert isinstance(event, TaskProgressEvent)
                 self._task(event.task)
+            case "tool_progress":
+                assert isinstance(event, ToolProgressEvent)
+                total = "" if event.total is None else f"/{event.total:g}"
+                text = f" {shorten(event.message, 80)}" if event.message else ""
+                self._say(pid, [f"{INDENT}… {event.progress:g}{total}{text}"])
             case "unknown_opened":
                 assert isinstance(event, UnknownOpenedEvent)
                 self._unknown(event)

@@ -178,6 +178,7 @@ async def _demo(
             definitions=app.definitions,
             tools=app.tools,
             models=app.models,
+            mcp_servers=app.mcp_servers,
             storage=storage,
         ):
             scope = ScopeClient(client, task_queue=task_queue, storage=storage)

@@ -134,6 +134,7 @@ async def serve(
         definitions=app.definitions,
         tools=app.tools,
         models=app.models,
+        mcp_servers=app.mcp_servers,
         deployment=deployment,
         build_id=build_id,
         tracing=tracing,

@@ -100,7 +100,11 @@ async def attempt_tool(
     """
     summary = call_summary("tool", attempt.request.call)
     outcome = await transport.run_tool(
-        ToolActivityInput(attempt=attempt, heartbeat=heartbeat),
+        ToolActivityInput(
+            attempt=attempt,
+            heartbeat=heartbeat,
+            events_to=route.events_to if attempt.request.mcp is not None else None,
+        ),
         start_to_close=start_to_close,
         summary=summary if attempt.entry == 1 else f"{summary} #{attempt.entry}",
         task_queue=task_queue,

@@ -172,6 +172,26 @@ class TaskProgressEvent(_Event):
     task: TaskSnapshot
 
 
+class ToolProgressEvent(_Event):
+    """A tool call in flight reported progress: an MCP server's `notifications/progress`
+    during the call (docs/mcp.md). `process_id` is the call's process (as in
+    `ToolStartedEvent.child_id`). For display only, and bounded per call (at most one a
+    second, at most 50 per attempt, the message shortened): the settled result is what
+    the call returned. A background task's progress is `task_progress` instead."""
+
+    kind: Literal["tool_progress"] = "tool_progress"
+    ref: str
+    """ToolCallRef of the call."""
+    progress: float
+    """How far the call is, in the server's units (it only grows)."""
+    total: float | None = None
+    """The value `progress` reaches at the end, when the server knows it."""
+    message: str | None = None
+    """The server's text about it (at most 200 characters)."""
+    seq: int = 1
+    """1, 2, ... among the progress events of this call's attempt."""
+
+
 class CompletedEvent(_Event):
     """An Interaction completed (the root's is the stream's last event)."""
 
@@ -206,6 +226,7 @@ Event = Annotated[
     | SteerAppliedEvent
     | FeedbackEvent
     | TaskProgressEvent
+    | ToolProgressEvent
     | CompletedEvent
     | FailedEvent
     | CanceledEvent,
@@ -237,6 +258,7 @@ __all__ = [
     "SteerAppliedEvent",
     "TaskProgressEvent",
     "TextEvent",
+    "ToolProgressEvent",
     "ToolSettledEvent",
     "ToolStartedEvent",
     "UnknownOpenedEvent",

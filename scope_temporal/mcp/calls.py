@@ -1,5 +1,8 @@
 """One MCP tool call, as the body of an ordinary tool: sent at most once, classified.
 
+The call itself is owned by the worker (`live_calls`), so a server's elicitation request
+can wait for the host's answer across attempts, and its progress goes to `progress`.
+
 Activity side. An MCP tool reaches `scope.tool` as a `Tool` built from its recorded
 record (`McpTool`), so the executor's rules apply unchanged: the permission is checked
 and the arguments validated against the recorded schema before anything is sent,
@@ -16,7 +19,9 @@ middleware runs around it, and the outcome is classified as for a local tool:
   server died, the MCP SDK's timeout, a response that does not parse, cancellation)
   -> the outcome is unknown (`HostFailure`): an unknown Effect for a person to settle.
   The connection is dropped (the next call opens a new one) and this call is never sent
-  again. The JSON-RPC codes the MCP SDK also produces itself when a transport fails
+  again, unless the Definition declares its tool safe to retry (`McpServer.retry_safe`):
+  then it is sent again, `MAX_SENDS` times at most, counting the attempts Temporal made
+  before this one. The JSON-RPC codes the MCP SDK also produces itself when a transport fails
   (`AMBIGUOUS_CODES`: connection closed, request timeout, an HTTP error status read as an
   internal error, a response that does not parse, an unexpected response) read as
   unknown even when a server sent them: the safe reading, since an internal error may
@@ -25,7 +30,9 @@ middleware runs around it, and the outcome is classified as for a local tool:
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from typing import Any
 
 from pydantic import BaseModel
@@ -34,12 +41,20 @@ from scope_temporal.definition import Definition
 from scope_temporal.interaction.effects import ToolEffectRequest
 from scope_temporal.mcp.binding import bound_definition, spec_of
 from scope_temporal.mcp.connections import McpConnections, McpUnavailable
-from scope_temporal.mcp.values import McpListing, McpServer, McpToolRecord
+from scope_temporal.mcp.live_calls import LiveCall
+from scope_temporal.mcp.progress import ProgressReports, SendProgress
+from scope_temporal.mcp.values import MAX_SENDS, McpListing, McpServer, McpToolRecord
+from scope_temporal.tools.context import ToolInvocation, current_tool_call, require_tool_input
 from scope_temporal.tools.decorator import Tool
 from scope_temporal.tools.failures import HostFailure, ToolFailure
 from scope_temporal.tools.output import ToolOutput
 from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.tools.validation import decode_arguments
+
+RETRY_DELAY_SECONDS = 0.5
+"""Wait before the n-th re-send: n times this."""
+
+_log = logging.getLogger(__name__)
 
 AMBIGUOUS_CODES = frozenset({-32000, -32001, -32600, -32603, -32700})
 """CONNECTION_CLOSED, REQUEST_TIMEOUT, INVALID_REQUEST, INTERNAL_ERROR, PARSE_ERROR: codes
@@ -54,38 +69,110 @@ async def _never(**_: Any) -> None:  # pragma: no cover - McpTool.invoke replace
     raise AssertionError("an MCP tool is invoked through McpTool.invoke")
 
 
+class _Ambiguous(Exception):
+    """The call's outcome is unknown (the message says why)."""
+
+
 class McpTool(Tool[..., Any]):
-    """A recorded MCP tool bound on the worker: its body sends `tools/call` once."""
+    """A recorded MCP tool bound on the worker: its body sends `tools/call` once (up to
+    `MAX_SENDS` times when its server declares it safe to retry)."""
 
     def __init__(
-        self, record: McpToolRecord, server: McpServer, connections: McpConnections
+        self,
+        record: McpToolRecord,
+        server: McpServer,
+        connections: McpConnections,
+        progress: SendProgress | None = None,
+        sent_before: int = 0,
     ) -> None:
         super().__init__(_never, spec_of(record, server), (), _Arguments)
         self.record = record
+        self.retry_safe = server.retries(record.name)
         self._connections = connections
+        self._progress = progress
+        self._sent_before = sent_before
 
     async def invoke(self, arguments_json: str) -> object:
-        record = self.record
+        invocation = current_tool_call()
         arguments = decode_arguments(arguments_json)
+        sends = self._sent_before  # attempts Temporal made before this one (each one send)
+        if sends and not self.retry_safe:  # a retry the at-most-once rule forbids
+            what = f"attempt {sends + 1} of the call"
+            raise HostFailure(f"{_ambiguous(self.record, what)} It is not sent again.")
+        while True:
+            try:
+                sends += 1  # a held call counts as the send of the attempt that asked
+                if invocation.has_continuation and sends == self._sent_before + 1:
+                    return await self._answered(invocation)
+                return await self._run(invocation, await self._send(invocation, arguments))
+            except _Ambiguous as ambiguous:
+                if not self.retry_safe:
+                    raise HostFailure(f"{ambiguous} It is not sent again.") from None
+                if sends >= MAX_SENDS:
+                    raise HostFailure(
+                        f"{ambiguous} It was sent {sends} times in all (declared safe to "
+                        "retry); it is not sent again."
+                    ) from None
+                _log.warning("%s Declared safe to retry: sending it again.", ambiguous)
+                await asyncio.sleep(RETRY_DELAY_SECONDS * sends)
+                invocation = invocation.model_copy(update={"has_continuation": False})
+
+    async def _answered(self, invocation: ToolInvocation) -> object:
+        """The answer to the call's elicitation request: to the call held here."""
+        call = self._connections.live.take(invocation.effect_id)
+        if call is None:
+            raise _Ambiguous(_not_held(self.record))
+        call.answer(invocation.continuation_response)
+        return await self._run(invocation, call)
+
+    async def _run(self, invocation: ToolInvocation, call: LiveCall) -> object:
+        try:
+            asked = await call.next()
+        except BaseException:
+            call.cancel()
+            raise
+        if asked is not None:  # the call stays open on this worker for the answer
+            self._connections.live.hold(invocation.effect_id, call)
+            require_tool_input(asked.prompt, asked.answer_schema, state={"mcp": "elicitation"})
+        return await self._settled(call)
+
+    async def _send(self, invocation: ToolInvocation, arguments: dict[str, Any]) -> LiveCall:
+        record = self.record
         try:
             client = await self._connections.client(record.server)
         except McpUnavailable as error:
             raise ToolFailure(f"{error}. The call of {record.name!r} was not sent.") from None
+        reports = None
+        if self._progress is not None:
+            reports = ProgressReports(self._progress, invocation.process_id, invocation.ref)
+        sent = client.call_tool(
+            record.name, arguments, progress_callback=None if reports is None else reports.notified
+        )
+        call = self._connections.live.start(record.server, record.name, sent)
+        call.client = client
+        call.reports = reports
+        return call
+
+    async def _settled(self, call: LiveCall) -> object:
+        """The classified outcome of a call that ended."""
         from mcp import MCPError
 
+        record = self.record
+        if call.reports is not None:
+            await call.reports.close()
         try:
-            result = await client.call_tool(record.name, arguments)
+            result = call.task.result()
         except MCPError as error:
             if error.code in AMBIGUOUS_CODES:
-                await self._connections.drop(record.server, client)
-                raise HostFailure(_ambiguous(record, f"{error.message} ({error.code})")) from None
+                await self._connections.drop(record.server, call.client)
+                raise _Ambiguous(_ambiguous(record, f"{error.message} ({error.code})")) from None
             raise ToolFailure(
                 f"MCP server {record.server!r} refused the call of {record.name!r}: "
                 f"{error.message} (JSON-RPC error {error.code})"
             ) from None
         except Exception as error:
-            await self._connections.drop(record.server, client)
-            raise HostFailure(_ambiguous(record, f"{type(error).__name__}: {error}")) from None
+            await self._connections.drop(record.server, call.client)
+            raise _Ambiguous(_ambiguous(record, f"{type(error).__name__}: {error}")) from None
         text = _text_of(result)
         if result.is_error:
             raise ToolFailure(text or f"MCP tool {record.name!r} reported an error.")
@@ -93,10 +180,18 @@ class McpTool(Tool[..., Any]):
         return ToolOutput(for_llm=text, for_user=structured) if structured is not None else text
 
 
+def _not_held(record: McpToolRecord) -> str:
+    return (
+        f"MCP server {record.server!r}, tool {record.name!r}: the call asked for input and "
+        "this worker does not hold it (the worker that sent it restarted, or another worker "
+        "took the answer); whether the tool ran to the end is unknown."
+    )
+
+
 def _ambiguous(record: McpToolRecord, what: str) -> str:
     return (
         f"MCP server {record.server!r}, tool {record.name!r}: the request was sent and no "
-        f"result came back ({what}); whether the tool ran is unknown. It is not sent again."
+        f"result came back ({what}); whether the tool ran is unknown."
     )
 
 
@@ -117,7 +212,11 @@ def _text_of(result: Any) -> str:
 
 
 def mcp_tool_for(
-    record: McpToolRecord, servers: tuple[McpServer, ...], connections: McpConnections
+    record: McpToolRecord,
+    servers: tuple[McpServer, ...],
+    connections: McpConnections,
+    progress: SendProgress | None = None,
+    sent_before: int = 0,
 ) -> McpTool | None:
     """The worker-side tool of a recorded MCP call (None: the Definition does not declare
     its server, or its allow list leaves the tool out: a forged request)."""
@@ -126,17 +225,27 @@ def mcp_tool_for(
         return None
     if server.allow is not None and record.name not in server.allow:
         return None
-    return McpTool(record, server, connections)
+    return McpTool(record, server, connections, progress, sent_before)
 
 
 def mcp_call_tools(
-    request: ToolEffectRequest, definition: Definition | None, connections: McpConnections
+    request: ToolEffectRequest,
+    definition: Definition | None,
+    connections: McpConnections,
+    progress: SendProgress | None = None,
+    sent_before: int = 0,
 ) -> tuple[Definition | None, ToolRegistry]:
     """The Definition (its recorded tool bound) and the tool that serve an MCP call's
-    attempt; an empty registry when the request is forged (the attempt is refused)."""
+    attempt; an empty registry when the request is forged (the attempt is refused).
+    `progress`: where the server's progress notifications go (None: nowhere);
+    `sent_before`: the attempts Temporal made before this one (a retry-safe call's)."""
     record = request.mcp
     assert record is not None  # only MCP calls come here
-    tool = None if definition is None else mcp_tool_for(record, definition.mcp_servers, connections)
+    tool = (
+        None
+        if definition is None
+        else mcp_tool_for(record, definition.mcp_servers, connections, progress, sent_before)
+    )
     if definition is None or tool is None:
         return definition, ToolRegistry()
     listing = McpListing(server=record.server, tools=(record,))

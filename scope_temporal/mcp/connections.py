@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from scope_temporal.definition import Definition
 from scope_temporal.errors import ConfigurationError
+from scope_temporal.mcp.live_calls import LiveCalls, elicit_result
 from scope_temporal.mcp.values import McpHttp, McpStdio, McpTarget
 
 if TYPE_CHECKING:
@@ -39,9 +40,10 @@ class McpUnavailable(Exception):
 class _Connection:
     """One open MCP client session, held by its owner task until closed or broken."""
 
-    def __init__(self, name: str, target: McpTarget) -> None:
+    def __init__(self, name: str, target: McpTarget, live: LiveCalls) -> None:
         self.name = name
         self._target = target
+        self._live = live
         self._client: Client | None = None
         self._closing = asyncio.Event()
         self._ready = asyncio.Event()
@@ -76,7 +78,7 @@ class _Connection:
 
     async def _own(self) -> None:
         try:
-            async with _client_for(self._target) as client:
+            async with _client_for(self._target, self._elicited) as client:
                 self._client = client
                 self._ready.set()
                 await self._closing.wait()
@@ -101,9 +103,19 @@ class _Connection:
                 with contextlib.suppress(BaseException):
                     await owner
 
+    async def _elicited(self, context: Any, params: Any) -> Any:
+        """The server's `elicitation/create`: to the call that asked (`live_calls`)."""
+        from mcp_types import ErrorData
 
-def _client_for(target: McpTarget) -> Client:
-    """The MCP SDK's client for `target` (not yet entered)."""
+        answered = await self._live.elicited(self.name, params)
+        if isinstance(answered, tuple):
+            return ErrorData(code=answered[0], message=answered[1])
+        return elicit_result(answered)
+
+
+def _client_for(target: McpTarget, elicited: Any) -> Client:
+    """The MCP SDK's client for `target` (not yet entered), answering elicitation
+    requests with `elicited`."""
     from mcp import Client, StdioServerParameters
 
     if isinstance(target, McpStdio):
@@ -113,12 +125,13 @@ def _client_for(target: McpTarget) -> Client:
             env=dict(target.env) if target.env is not None else None,
             cwd=target.cwd,
         )
-        return Client(parameters, mode="legacy", cache=None)
+        return Client(parameters, mode="legacy", cache=None, elicitation_callback=elicited)
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     http = httpx2.AsyncClient(headers=dict(target.headers))
-    return Client(streamable_http_client(target.url, http_client=http), mode="legacy", cache=None)
+    transport = streamable_http_client(target.url, http_client=http)
+    return Client(transport, mode="legacy", cache=None, elicitation_callback=elicited)
 
 
 class McpConnections:
@@ -161,6 +174,8 @@ class McpConnections:
                 ) from None
         self._targets = dict(servers)
         self._open: dict[str, _Connection] = {}
+        self.live = LiveCalls()
+        """The calls in flight here, and those held for an elicitation's answer."""
         self._locks: dict[str, asyncio.Lock] = {}
 
     def __contains__(self, name: object) -> bool:
@@ -189,7 +204,7 @@ class McpConnections:
             if connection is None or not connection.alive:
                 if connection is not None:
                     await connection.close()
-                connection = _Connection(name, target)
+                connection = _Connection(name, target, self.live)
                 self._open[name] = connection
                 await connection.open()
             return connection.client
@@ -205,6 +220,7 @@ class McpConnections:
     async def aclose(self) -> None:
         """Close every connection (stdio servers are stopped)."""
         open_, self._open = self._open, {}
+        self.live.close()
         for connection in open_.values():
             await connection.close()
 

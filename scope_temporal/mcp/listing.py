@@ -10,6 +10,7 @@ Checks, on the tools the Definition offers (its `allow` list, or all):
 - the model-visible name (prefix + name) is 1-64 letters, digits, `_` or `-`, and
   unique among the local tools, the delegates and every other offered MCP tool;
 - every name in `allow` is listed by the server, and no name is listed twice;
+- every name in `retry_safe` is offered;
 - the input schema is a valid JSON Schema (`jsonschema`'s `check_schema`) of an object;
 - sizes: a description up to `MAX_DESCRIPTION_CHARS`, a schema up to `MAX_SCHEMA_BYTES`,
   at most `MAX_TOOLS` tools per server, at most `MAX_LISTING_BYTES` in all.
@@ -124,6 +125,14 @@ def _checked(
             f"{where}: allow names {missing}, which the server does not list (it lists "
             f"{sorted(listed)[:20]}).",
         )
+    safe = server.retry_safe
+    unknown = sorted(safe - set(offered)) if isinstance(safe, frozenset) else []
+    if unknown:
+        raise _Refused(
+            MCP_LIST_INVALID,
+            f"{where}: retry_safe names {unknown}, which it does not offer (it offers "
+            f"{sorted(offered)[:20]}).",
+        )
     if len(offered) > MAX_TOOLS:
         raise _Refused(
             MCP_LIST_INVALID,
@@ -186,6 +195,7 @@ def _record(where: str, server: McpServer, tool: Any, taken: set[str]) -> McpToo
         description=description,
         input_schema=schema,
         annotations=annotations,
+        retry_safe=server.retries(name),
     )
 
 

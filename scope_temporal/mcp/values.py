@@ -27,6 +27,11 @@ from scope_temporal.errors import DefinitionError
 
 McpPermission = Literal["read", "write", "exec"]
 
+MAX_SENDS = 3
+"""How often a call declared safe to retry is sent at most when its outcome stays
+ambiguous (within an attempt, and attempts Temporal makes again after a lost worker or a
+timeout, each counted as one send); then it is unknown."""
+
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
 
@@ -49,6 +54,12 @@ class McpServer(BaseModel):
             unannotated tool is destructive); `"all"` before every call; None (default)
             leaves its tools to the Definition's `approval` policy alone. The hints are
             the server's claims: they can only add an approval, never lift one.
+        retry_safe: True declares every tool of the server safe to send again, or a set
+            of its tool names declares those: a call whose outcome is ambiguous (the
+            connection dropped, the server died, a timeout inside the call) is sent
+            again, up to 3 times in one attempt, instead of becoming unknown. False
+            (default): every call at most once. The server's `idempotentHint` never
+            does this by itself: only you can say a tool is safe to repeat.
 
     Raises:
         DefinitionError: a name that is not 1-32 letters, digits, `_` or `-`.
@@ -68,6 +79,9 @@ class McpServer(BaseModel):
     """Start-to-close limit of one call (None: the Definition's `tool_timeout`)."""
     approval: Literal["destructive", "all"] | None = None
     """Which of its tools ask a person before each call, over the Definition's policy."""
+    retry_safe: bool | frozenset[str] = False
+    """Its tools (True: all; a set: those named) that may be sent again when a call's
+    outcome is ambiguous; never inferred from the server's hints."""
 
     def __init__(self, name: str, **options: Any) -> None:
         if not isinstance(name, str) or not _SERVER_NAME.match(name):
@@ -83,10 +97,20 @@ class McpServer(BaseModel):
         return f"{self.name}_" if self.prefix is None else self.prefix
 
     def declaration(self) -> dict[str, Any]:
-        """The declaration as JSON for the Definition's digest."""
-        data = self.model_dump(mode="json")
+        """The declaration as JSON for the Definition's digest (`retry_safe` only when
+        declared, so the digests of earlier declarations stay as they were)."""
+        data = self.model_dump(mode="json", exclude={"retry_safe"})
         data["timeout"] = None if self.timeout is None else str(self.timeout)
+        if self.retry_safe:
+            safe = self.retry_safe
+            data["retry_safe"] = True if safe is True else sorted(safe)
         return data
+
+    def retries(self, tool: str) -> bool:
+        """Whether a call of its tool `tool` (the server's name for it) may be sent again
+        when its outcome is ambiguous."""
+        safe = self.retry_safe
+        return safe is True or (isinstance(safe, frozenset) and tool in safe)
 
     def asks_before(self, record: McpToolRecord) -> bool:
         """Whether a call of `record` needs approval under `approval`."""
@@ -110,6 +134,9 @@ class McpToolRecord(BaseModel):
     annotations: dict[str, Any] = {}
     """The server's hints (`readOnlyHint`, `destructiveHint`, ...): untrusted, they never
     make a call retry or lower its permission; an approval policy may read them."""
+    retry_safe: bool = False
+    """The Definition declares it safe to send again (`McpServer(retry_safe=...)`): its
+    `scope.tool` attempts may be retried (up to `MAX_SENDS`) after a lost worker."""
 
     @property
     def destructive(self) -> bool:
@@ -188,6 +215,7 @@ class McpHttp:
 McpTarget = McpStdio | McpHttp
 
 __all__ = [
+    "MAX_SENDS",
     "McpHttp",
     "McpListInput",
     "McpListOutcome",

@@ -42,7 +42,7 @@ from scope_temporal.interaction.effects import (
     ModelSettlement,
     ToolSettlement,
 )
-from scope_temporal.interaction.events import Event, TextEvent
+from scope_temporal.interaction.events import Event, TextEvent, ToolProgressEvent
 from scope_temporal.models.streaming import LiveText, LiveTextBuffer
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
@@ -301,7 +301,15 @@ class LocalTransport:
     ) -> AttemptOutcome | Lost:
         del task_queue  # in-process, one pool runs every tool
         engine = self._engine
-        return await attempt_once(input.attempt, engine.runner, runtime=engine.tasks.runtime)
+        return await attempt_once(
+            input.attempt,
+            engine.runner,
+            runtime=engine.tasks.runtime,
+            progress=self._progress if input.events_to is not None else None,
+        )
+
+    async def _progress(self, event: ToolProgressEvent) -> None:
+        self.publish([event])
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:
         await asyncio.sleep(delay.total_seconds())

@@ -34,6 +34,7 @@ from scope_temporal.interaction.effects import (
     ToolSettlement,
 )
 from scope_temporal.interaction.events import Event
+from scope_temporal.mcp.values import MAX_SENDS
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
     InteractionInput,
@@ -53,6 +54,13 @@ from scope_temporal.workflows.task_commands import command_issued
 R = TypeVar("R")
 
 _ONCE = RetryPolicy(maximum_attempts=1)
+_RETRY_SAFE_MCP = RetryPolicy(
+    maximum_attempts=MAX_SENDS,
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+)
+"""An MCP tool its Definition declares safe to retry: a lost attempt is made again."""
 
 
 class TemporalTransport:
@@ -138,6 +146,7 @@ class TemporalTransport:
         summary: str,
         task_queue: str | None = None,
     ) -> AttemptOutcome | Lost:
+        mcp = input.attempt.request.mcp
         outcome: AttemptOutcome | Lost = await _once(
             names.TOOL_ACTIVITY,
             input,
@@ -146,6 +155,8 @@ class TemporalTransport:
             heartbeat=input.heartbeat,
             summary=summary,
             task_queue=task_queue,
+            # a lost attempt of an MCP tool declared safe to retry is made again
+            retry=_RETRY_SAFE_MCP if mcp is not None and mcp.retry_safe else _ONCE,
         )
         if isinstance(outcome, Lost) and task_queue is not None:
             return Lost(f"{outcome.diagnostic} [task queue {task_queue!r}]")
@@ -252,8 +263,10 @@ async def _once(
     heartbeat: timedelta | None,
     summary: str,
     task_queue: str | None = None,
+    retry: RetryPolicy = _ONCE,
 ) -> Any:
-    """Run an activity once (never retried): its result, or `Lost` if it returned none.
+    """Run an activity once (never retried, unless `retry` says otherwise): its result,
+    or `Lost` if it returned none.
 
     On another pool's `task_queue` it waits at most `start_to_close` to be picked up
     (schedule-to-start): a pool that is down makes the call unknown, never run elsewhere.
@@ -268,7 +281,7 @@ async def _once(
             start_to_close_timeout=start_to_close,
             schedule_to_start_timeout=None if task_queue is None else start_to_close,
             heartbeat_timeout=heartbeat,
-            retry_policy=_ONCE,
+            retry_policy=retry,
             summary=summary,
         )
     except ActivityError as error:

@@ -1,6 +1,6 @@
 """A worker process with an MCP server, which the MCP worker-loss test SIGKILLs.
 
-    python -m tests.live.mcp_worker ADDRESS TASK_QUEUE CALL_LOG MODE
+    python -m tests.live.mcp_worker ADDRESS TASK_QUEUE CALL_LOG MODE [retry_safe]
 
 The Definition's tools come from the test-owned MCP server (`tests.mcp_servers.faulty`,
 started by this worker over stdio), which appends each call it receives to CALL_LOG.
@@ -24,8 +24,14 @@ from tests.live.harness import in_mode
 ROOT = Path(__file__).resolve().parents[2]
 
 
+RETRY_SAFE = sys.argv[5:6] == ["retry_safe"]
+"""Serve `mcp-loss` with `stall` declared safe to retry (the retry test's worker)."""
+
+
 async def plan(request: ModelRequest) -> Response:
     done = sum(1 for m in request.messages if m.role == "tool")
+    if done == 0 and RETRY_SAFE:
+        return reply.tool_calls(("faulty_stall", {"text": "slow"}))
     if done == 0:
         return reply.tool_calls(("faulty_hang", {"text": "slow"}))
     if done == 1:
@@ -33,12 +39,17 @@ async def plan(request: ModelRequest) -> Response:
     return reply.text("all done")
 
 
-DEFINITION = Definition(
-    "mcp-loss",
-    mcp_servers=[McpServer("faulty")],
-    model_heartbeat_timeout=timedelta(seconds=2),
-    tool_heartbeat_timeout=timedelta(seconds=2),
-)
+def definition(retry_safe: bool) -> Definition:
+    """The Definition this worker serves; `retry_safe`: `stall` declared safe to retry."""
+    return Definition(
+        "mcp-loss",
+        mcp_servers=[McpServer("faulty", retry_safe={"stall"} if retry_safe else False)],
+        model_heartbeat_timeout=timedelta(seconds=2),
+        tool_heartbeat_timeout=timedelta(seconds=2),
+    )
+
+
+DEFINITION = definition(RETRY_SAFE)
 
 
 async def main(address: str, task_queue: str, log: str, mode: ToolCallWorkflows) -> None:

@@ -16,7 +16,8 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from tests.live.test_cli_dev import CLI, Proc, clean_env, free_port, port_open, run_cli
+from activities.clock import AVAILABLE as MCP_TIME  # the reference app's MCP time server
+from tests.live.test_cli_dev import CLI, REPO, Proc, clean_env, free_port, port_open, run_cli
 
 pytestmark = pytest.mark.live
 
@@ -39,7 +40,7 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
     port, ui_port = free_port(), free_port()
     demo = Proc(
         ["demo", "--yes", "--keep", "--address", f"localhost:{port}", "--ui-port", str(ui_port)],
-        env=clean_env(tmp_path),
+        env=clean_env(tmp_path, PYTHONPATH=str(REPO)),  # this checkout's code
         cwd=tmp_path,
     )
     try:
@@ -64,6 +65,7 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
             "Root cause: payments-worker v2.3.1 leaks database connections",
             "(Written by the offline rule-based planner: no LLM was called.",
             f"artifact: summarize ({root}/delegate/3/0)",
+            *(["(MCP server time)"] if MCP_TIME else []),  # mcp-server-time, over stdio
         ):
             assert step in out, f"{step!r} missing from the demo output:\n{out}"
 
@@ -77,10 +79,12 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
         # every tool call is a ToolCall workflow (the default mapping), the delegate an
         # Interaction of its own; the export that moved to the background started a
         # BackgroundTask from its ToolCall workflow
-        children = await _children(client, root, expected=9)
+        clock = [f"{root}/tool/1/3"] if MCP_TIME else []  # time_get_current_time
+        children = await _children(client, root, expected=9 + len(clock))
         assert sorted(children) == sorted(
             [
                 *(f"{root}/tool/{seq}/{i}" for seq, i in ((1, 0), (1, 1), (1, 2), (2, 0), (2, 1))),
+                *clock,
                 f"{root}/delegate/3/0",
                 *(f"{root}/tool/{seq}/0" for seq in (4, 5, 6)),
             ]
@@ -110,7 +114,9 @@ async def test_demo_yes_runs_the_reference_app_end_to_end(tmp_path: Path) -> Non
 
         hint = demo.wait_for(r"^\s+(scope-temporal inspect .*)$").group(1)
         assert hint == f"scope-temporal inspect {root} --address localhost:{port}"
-        tree = run_cli(shlex.split(hint)[1:], env=clean_env(tmp_path), cwd=tmp_path)
+        tree = run_cli(
+            shlex.split(hint)[1:], env=clean_env(tmp_path, PYTHONPATH=str(REPO)), cwd=tmp_path
+        )
         assert tree.returncode == 0, tree.stdout + tree.stderr
         assert tree.stdout.startswith(f"{root} · ops · completed · 8 model call(s)")
         assert f"✓ export_logs completed · task {root}/task/1/2 · attempt 1" in tree.stdout
@@ -127,7 +133,7 @@ def test_demo_asks_for_the_approval_at_the_terminal(tmp_path: Path) -> None:
     child = pexpect.spawn(
         CLI,
         ["demo", "--address", f"localhost:{port}", "--ui-port", str(ui_port)],
-        env=clean_env(tmp_path),
+        env=clean_env(tmp_path, PYTHONPATH=str(REPO)),
         cwd=str(tmp_path),
         encoding="utf-8",
         timeout=60,

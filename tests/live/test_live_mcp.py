@@ -190,3 +190,23 @@ async def test_live_mcp_cancelling_the_interaction_sends_mcp_cancellation(
         await eventually(
             lambda: asyncio.sleep(0, calls(log)), lambda c: c == ["hang", "cancelled"], timeout=20
         )
+
+
+async def test_live_mcp_retry_safe_tool_is_sent_again_when_the_server_dies_mid_call(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Declared safe to retry by the Definition (never by the server's idempotentHint,
+    which `flaky` carries): the call whose server died is sent again, not unknown."""
+    log = tmp_path / "calls.jsonl"
+    definition = Definition(
+        "live-mcp-retry", mcp_servers=[McpServer("faulty", retry_safe={"flaky"})]
+    )
+    model = ScriptedModel([reply.tool_calls(("faulty_flaky", {"text": "x"})), reply.text("ok")])
+    async with serving(
+        temporal_env, [definition], models={"default": model}, mcp_servers={"faulty": faulty(log)}
+    ) as scope:
+        handle = await scope.start("live-mcp-retry", "go")
+        assert (await handle.result()).text == "ok"
+    [result] = model.requests[1].messages[-1].tool_results
+    assert (result.content, result.is_error) == ("flaky answered on send 2", False)
+    assert calls(log) == ["flaky", "flaky"]

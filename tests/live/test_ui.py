@@ -82,6 +82,7 @@ async def test_ui_shows_the_interaction_and_its_activity_summaries() -> None:
             definitions=app.definitions,
             tools=app.tools,
             models=app.models,
+            mcp_servers=app.mcp_servers,
         ):
             scope = ScopeClient(env.client, task_queue=queue)
             handle = await scope.start(

@@ -180,8 +180,9 @@ async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvi
             definitions = [
                 in_mode(d, MODE_BY_QUEUE.get(queue, "on_demand")) for d in loss_worker.DEFINITIONS
             ]
-        elif queue.startswith("mcp-loss-"):  # the MCP worker-loss subprocesses
-            definitions = [in_mode(mcp_worker.DEFINITION, MODE_BY_QUEUE.get(queue, "always"))]
+        elif queue.startswith(("mcp-loss-", "mcp-retry-")):  # the MCP worker-loss workers
+            served_definition = mcp_worker.definition(queue.startswith("mcp-retry-"))
+            definitions = [in_mode(served_definition, MODE_BY_QUEUE.get(queue, "always"))]
         elif queue.startswith("taskloss-"):  # the background worker-loss subprocesses
             definitions = task_loss_worker.DEFINITIONS
         elif queue.startswith(("fault-", "fleet-")):  # fault-injection worker processes

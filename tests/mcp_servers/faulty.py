@@ -1,6 +1,7 @@
 """A test-owned MCP server, built with the MCP SDK's server API (`python -m
 tests.mcp_servers.faulty [--http PORT]`): tools that succeed, return `isError`, raise a
-JSON-RPC error, hang, or crash the server mid-call.
+JSON-RPC error, hang, crash the server mid-call, report progress, or ask the client's
+user (elicitation: the answer is logged as `elicited` and returned).
 
 Every call is appended to the call log (`MCP_CALL_LOG`, one JSON line, fsynced before
 the tool acts), so a test can prove a call reached the server exactly once.
@@ -45,6 +46,19 @@ def tools(variant: str) -> list[types.Tool]:
         _tool("big", "Return `size` bytes of text.", {"size": {"type": "integer"}}),
         _tool("sample", "Ask the client's model (sampling).", text),
         _tool("elicit", "Ask the client's user (elicitation).", text),
+        _tool(
+            "progress",
+            "Report `count` progress notifications, `pause` seconds apart.",
+            {"count": {"type": "integer"}, "pause": {"type": "number"}},
+        ),
+        _tool("elicit_twice", "Ask the client's user two questions in a row.", text),
+        _tool(
+            "flaky",
+            "Kill the server on the first call (per call log), answer on the next.",
+            text,
+            idempotent_hint=True,
+        ),
+        _tool("stall", "Never answer the first call (per call log); answer the next.", text),
     ]
     if variant == "changed":
         listed = [t for t in listed if t.name != "echo"]
@@ -72,6 +86,15 @@ def _log(name: str, arguments: dict[str, Any]) -> None:
         log.write(json.dumps({"tool": name, "arguments": arguments, "pid": os.getpid()}) + "\n")
         log.flush()
         os.fsync(log.fileno())
+
+
+def _logged(tool: str) -> int:
+    """How many calls of `tool` the call log holds (this one included)."""
+    path = os.environ.get("MCP_CALL_LOG")
+    if not path or not os.path.exists(path):
+        return 0
+    with open(path, encoding="utf-8") as log:
+        return sum(json.loads(line)["tool"] == tool for line in log)
 
 
 def _variant() -> str:
@@ -119,8 +142,28 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
             raise
     if name == "crash":
         os._exit(3)
+    if name == "stall":
+        sent = _logged("stall")
+        if sent == 1:
+            await anyio.sleep(3600)
+        return _text(f"stall answered on send {sent}")
+    if name == "flaky":
+        sent = _logged("flaky")
+        if sent == 1:
+            os._exit(3)
+        return _text(f"flaky answered on send {sent}")
     if name in ("sample", "elicit"):
         return await _ask_client(ctx, name, str(arguments.get("text", "")))
+    if name == "elicit_twice":
+        first = await _ask_client(ctx, "elicit", "first?")
+        second = await _ask_client(ctx, "elicit", "second?")
+        return _text(f"{first.content[0].text} | {second.content[0].text}")  # type: ignore[union-attr]
+    if name == "progress":
+        count, pause = int(arguments["count"]), float(arguments["pause"])
+        for step in range(1, count + 1):
+            await ctx.session.report_progress(step, count, f"step {step} of {count}")
+            await anyio.sleep(pause)
+        return _text(f"progressed {count}")
     if name == "big":
         return _text("x" * int(arguments["size"]))
     raise MCPError(code=-32601, message=f"no tool {name!r}")
@@ -136,8 +179,14 @@ async def _ask_client(ctx: Any, name: str, text: str) -> types.CallToolResult:
                 [message], max_tokens=10, related_request_id=ctx.request_id
             )
         else:
-            schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
-            await ctx.session.elicit_form(text, schema, related_request_id=ctx.request_id)
+            schema = {
+                "type": "object",
+                "properties": {"answer": {"type": "string"}},
+                "required": ["answer"],
+            }
+            result = await ctx.session.elicit_form(text, schema, related_request_id=ctx.request_id)
+            _log("elicited", {"action": result.action, "content": result.content})
+            return _text(f"elicit {result.action}: {json.dumps(result.content)}")
     except Exception as error:
         return _text(f"{name} refused by the client: {error}", error=True)
     return _text(f"{name} answered")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import click
@@ -73,13 +74,26 @@ def test_schema_hints_and_examples_show_the_shape() -> None:
     assert example_answer({"enum": ["a", "b"]}) == '"a"'
 
 
+RUNNERS: list[LocalRunner] = []
+
+
 def _runner(model: ScriptedModel | None = None) -> LocalRunner:
     app = load_app(None)
-    return LocalRunner(
+    runner = LocalRunner(
         definitions=app.definitions,
         tools=app.tools,
         models={"default": model} if model else app.models,
+        mcp_servers=app.mcp_servers,  # the reference app's MCP time server, if installed
     )
+    RUNNERS.append(runner)
+    return runner
+
+
+@pytest.fixture(autouse=True)
+async def _close_runners() -> AsyncIterator[None]:
+    yield
+    while RUNNERS:
+        await RUNNERS.pop().aclose()
 
 
 async def test_inspect_tree_of_a_waiting_interaction_shows_the_answer_command() -> None:

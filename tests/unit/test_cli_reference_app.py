@@ -5,17 +5,41 @@ deferred tool advertised by another tool; its default model is the offline plann
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
-from scope_temporal import Message, OpenAIChatModel, ScriptedModel
+from scope_temporal import Definition, Message, OpenAIChatModel, ScriptedModel
 from scope_temporal.cli._app import describe_model, load_app, project_root
 from scope_temporal.testing import LocalRunner
+
+load_app(None)  # the project root importable: the reference app's own modules
+from activities.clock import AVAILABLE  # noqa: E402  (the MCP extra and mcp-server-time)
+
+RUNNERS: list[LocalRunner] = []
 
 
 def _runner() -> LocalRunner:
     app = load_app(None)
-    return LocalRunner(definitions=app.definitions, tools=app.tools, models=app.models)
+    runner = LocalRunner(
+        definitions=app.definitions,
+        tools=app.tools,
+        models=app.models,
+        mcp_servers=app.mcp_servers,
+    )
+    RUNNERS.append(runner)
+    return runner
+
+
+@pytest.fixture(autouse=True)
+async def _close_runners() -> AsyncIterator[None]:
+    yield
+    while RUNNERS:  # the MCP time server each started
+        await RUNNERS.pop().aclose()
 
 
 def test_the_app_loads_from_the_project_root_with_its_definitions() -> None:
@@ -85,7 +109,13 @@ async def test_the_ops_agent_investigates_asks_approval_delegates_and_is_validat
     run = await _runner().start("ops", [Message.user("checkout returns 502 errors")])
     tree = await run.idle()
     first = next(m for m in tree.context if m.role == "assistant")
-    assert [c.name for c in first.tool_calls] == ["search_logs", "read_runbook", "export_logs"]
+    clock = ["time_get_current_time"] if AVAILABLE else []  # the MCP server, if installed
+    assert [c.name for c in first.tool_calls] == [
+        "search_logs",
+        "read_runbook",
+        "export_logs",
+        *clock,
+    ]
     assert "open_ticket" in tree.root.advertised_tools  # advertised by read_runbook
     wait = tree.pending_tool_inputs[0]
     assert wait.prompt.startswith("Restart payments-worker?")
@@ -103,6 +133,8 @@ async def test_the_ops_agent_investigates_asks_approval_delegates_and_is_validat
     assert (task.tool, task.status, task.progress.events) == ("export_logs", "completed", 4)
     assert "Root cause: payments-worker v2.3.1 leaks database connections" in out.text
     assert "open_ticket: opened OPS-" in out.text
+    if AVAILABLE:  # what mcp-server-time answered, over stdio, through the recorded list
+        assert re.search(r"investigated at 20\d\d-\d\d-\d\dT\S+ \(MCP server time\)", out.text)
     users = [m.text for m in run.snapshot().context if m.role == "user"]
     notice, feedback = users[1], users[2]  # the export told the Interaction it had ended
     assert json.loads(notice)["type"] == "task_notification"
@@ -121,3 +153,32 @@ async def test_a_declined_restart_and_a_steer_change_the_report() -> None:
     out = await run.result()
     assert "restart_service" not in out.text
     assert "operator said: do not restart anything" in out.text
+
+
+def test_the_ops_agent_uses_the_mcp_time_server_when_installed_and_runs_without_it() -> None:
+    """`mcp-server-time` (the `dev` extra) beside the local tools; without the `mcp` extra
+    the app declares no server, so the worker and the demo still run."""
+    ops = next(d for d in load_app(None).definitions if d.name == "ops")
+    assert isinstance(ops, Definition)
+    if AVAILABLE:
+        [server] = ops.mcp_servers
+        assert (server.name, server.allow, server.permission) == (
+            "time",
+            ("get_current_time",),
+            "read",
+        )
+        assert set(load_app(None).mcp_servers) == {"time"}
+    blocked = (
+        "import sys\n"
+        "sys.modules['mcp'] = sys.modules['mcp_server_time'] = None  # as if not installed\n"
+        "from scope_temporal.cli._app import load_app\n"
+        "app = load_app(None)\n"
+        "ops = app.definitions[0]\n"
+        "print(len(ops.mcp_servers), len(app.mcp_servers), sys.modules['mcp'] is None)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, check=False, cwd=root
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "0", "True"]

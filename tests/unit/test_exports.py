@@ -119,6 +119,7 @@ EXPORTED = [
     "ToolFailure",
     "ToolInvocation",
     "ToolOutput",
+    "ToolProgressEvent",
     "ToolResult",
     "ToolSet",
     "ToolSettledEvent",
