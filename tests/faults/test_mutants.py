@@ -74,7 +74,7 @@ ENCRYPTION = (
 CONVERTER = (
     "tests/unit/test_converter.py::test_the_scope_converter_keeps_codec_and_failure_converter"
 )
-ONCE = "            retry_policy=_ONCE,\n"
+ONCE = "            retry_policy=retry,\n"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -84,7 +84,7 @@ MUTANTS: tuple[Mutant, ...] = (
         ONCE,
         "            retry_policy=RetryPolicy(maximum_attempts=3)\n"
         "            if activity == names.TOOL_ACTIVITY\n"
-        "            else _ONCE,\n",
+        "            else retry,\n",
         (TOOL_TIMEOUT,),
         ("the tool body was entered 2 times",),
     ),
@@ -95,7 +95,7 @@ MUTANTS: tuple[Mutant, ...] = (
         ONCE,
         "            retry_policy=RetryPolicy(maximum_attempts=3)\n"
         "            if activity == names.MODEL_ACTIVITY\n"
-        "            else _ONCE,\n",
+        "            else retry,\n",
         (MODEL_TIMEOUT,),
         ("assert len(model.requests) == 1", "assert 3 == 1"),
     ),
