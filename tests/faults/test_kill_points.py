@@ -10,8 +10,8 @@ steers and settles unknowns from the ledger. Every case must end with:
   unknown Effect and settled by the host; no other unknown than the scenario's own
   (`notify` never confirms) and calls that were running in the killed process.
 
-The default (CI) run covers a deterministic handful of points spread over every kind and
-both tool-call mappings; `--full` runs every point in both.
+The default (CI) run covers a deterministic handful of points (twelve), each kind in both
+tool-call mappings; `--full` runs every point in both.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ POINTS = [
     KillPoint("model.after:root#1", "activity", ci=("always",)),
     KillPoint("model.after:root#2", "activity"),
     KillPoint("model.before:helper#1", "activity"),
-    KillPoint("model.after:helper#2", "activity", ci=("on_demand",)),
+    KillPoint("model.after:helper#2", "activity"),
     KillPoint("observer.model_started:root#2", "activity"),
     KillPoint("observer.model_settled:root#3", "activity"),
     KillPoint("observer.tool_started:write_item=a#1", "activity"),
@@ -79,10 +79,10 @@ POINTS = [
     KillPoint("tool.after:note=changes#1", "activity"),
     # inside a background tool's run (the export): its foreground attempt is the tool call's
     # activity; the others are background attempts (the call has settled with its launch)
-    KillPoint("task.foreground:export=sales", "activity", ci=("on_demand",)),
+    KillPoint("task.foreground:export=sales", "activity"),
     KillPoint("task.adopt:export=sales", "task", ci=("always",)),
-    KillPoint("task.before:export=sales", "task", ci=("on_demand",)),
-    KillPoint("task.after:export=sales", "task", ci=("always",)),
+    KillPoint("task.before:export=sales", "task"),
+    KillPoint("task.after:export=sales", "task"),
     KillPoint(
         "task.after:export=sales",
         "task",
@@ -95,7 +95,7 @@ POINTS = [
     KillPoint("wf.start_child:deploy=prod#1", "workflow", ci=("on_demand",)),
     KillPoint("wf.child_first_task:deploy=prod#1", "workflow"),
     KillPoint("wf.start_delegate:2/0", "workflow"),
-    KillPoint("wf.start_task:export=sales#1", "workflow", ci=("always",)),
+    KillPoint("wf.start_task:export=sales#1", "workflow"),
     KillPoint("wf.update:steer", "workflow"),
     KillPoint("wf.update:tool_input", "workflow"),
     KillPoint("wf.update:resolve", "workflow", ci=("always",)),
@@ -104,7 +104,7 @@ POINTS = [
     KillPoint("host.input_wait", "host"),
     KillPoint("host.task_input_wait", "host", ci=("on_demand",)),
     KillPoint("host.unknown_held", "host"),
-    KillPoint("host.paused_answer", "host", ci=("on_demand",)),
+    KillPoint("host.paused_answer", "host", ci=("always",)),
     KillPoint("host.paused_resolution", "host"),
 ]
 MODES: tuple[ToolCallWorkflows, ...] = ("always", "on_demand")
