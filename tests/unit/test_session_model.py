@@ -99,6 +99,10 @@ class SessionModel(RuleBasedStateMachine):
         self.subscribers: list[tuple[tuple[int, int] | None, list[Event], asyncio.Future[Any]]] = []
         self.results_read: set[int] = set()
         self.started_host = False
+        self.timed: set[str] = set()  # turns whose result() a host gave up on
+        self.running: Any = None  # after each step: the running turn's handle,
+        self.pending: list[Any] = []  # its approval waits
+        self.unknown: list[Any] = []  # and its unknown model calls
 
     # --- running coroutines on the host's loop ---------------------------------------
 
@@ -139,14 +143,15 @@ class SessionModel(RuleBasedStateMachine):
         deadline = time.monotonic() + self.host.bound
         while True:
             snap = await self.snapshot()
-            if self.world.waiting or snap.status in ("idle", "ended", "failed"):
-                break
             current = snap.turns[-1] if snap.turns else None
             turn = self.turn(current.turn) if current and current.status == "running" else None
+            self.running, self.pending, self.unknown = turn, [], []
             if turn is not None:
-                pending, unknown = await self.host.waits(turn)
-                if pending or unknown:
-                    break
+                self.pending, self.unknown = await self.host.waits(turn)
+            if self.world.waiting or snap.status in ("idle", "ended", "failed"):
+                break
+            if self.pending or self.unknown:
+                break
             if time.monotonic() > deadline:
                 raise Hung(f"the session did not settle: {snap!r}\n" + "\n".join(self.model.log))
             await asyncio.sleep(self.host.poll)
@@ -195,6 +200,7 @@ class SessionModel(RuleBasedStateMachine):
         self.host = self.make_host(self.world, every)
         self.main = self.host.handle({"user": "ada"})
         self.ready = True
+        self.run(self.settle())
 
     def sizes(self) -> list[int]:
         room = self.world.limit - len(self.world.instructions)
@@ -251,6 +257,7 @@ class SessionModel(RuleBasedStateMachine):
 
     @precondition(
         lambda self: self.ready
+        and not self.model.end_returned
         and (self.started_host or "end before the first message" not in KNOWN_OPEN)
     )
     @rule(racing_send=st.booleans())
@@ -278,12 +285,28 @@ class SessionModel(RuleBasedStateMachine):
 
     # --- the model, approvals, unknowns --------------------------------------------------
 
-    @precondition(lambda self: self.ready and bool(self.world.waiting))
+    @precondition(
+        lambda self: self.ready and bool(self.world.waiting or self.pending or self.unknown)
+    )
     @rule(
         outcome=st.sampled_from(["text", "text", "lookup", "restart", "reject", "unknown"]),
         big=st.booleans(),
+        answer=st.sampled_from(["approve", "approve", "remember", "deny", "off-schema"]),
     )
     @guarded
+    def the_world_moves(self, outcome: Outcome, big: bool, answer: str) -> None:
+        """What the host waits on moves: the model call waiting answers as `outcome`, or
+        the approval wait is answered with `answer`, or the unknown call is resolved."""
+        if self.world.waiting:
+            self.model_answers(outcome, big)
+        elif self.pending:
+            self.run(self.answer_approval(answer))
+        else:
+            self.model.log.append("retry the unknown model call")
+            retried = self.host.retry(self.running, self.unknown[0])
+            self.run(self.call("retry_model_call()", retried))
+        self.run(self.settle())
+
     def model_answers(self, outcome: Outcome, big: bool) -> None:
         size = self.world.limit // 4 if big else 20
         ticket = self.world.answer(outcome, size)
@@ -292,75 +315,39 @@ class SessionModel(RuleBasedStateMachine):
             self.remembered_at[ticket] = self.model.remembered
         if outcome == "reject":
             self.model.rejects += 1
-        self.run(self.settle())
 
-    async def current_turn(self) -> Any:
-        snap = await self.snapshot()
-        if snap.turns and snap.turns[-1].status == "running":
-            return self.turn(snap.turns[-1].turn)
-        return None
+    async def answer_approval(self, answer: str) -> None:
+        turn, wait = self.running, self.pending[0]
+        ticket = ticket_of(wait)
+        response: dict[str, Any] = {
+            "approve": {"decision": "approve"},
+            "remember": {"decision": "approve", "remember": True},
+            "deny": {"decision": "deny", "reason": "no"},
+            "off-schema": {"decision": "maybe"},
+        }[answer]
+        self.model.log.append(f"approval {ticket}: {answer}")
+        if answer in ("approve", "remember") and ticket is not None:
+            self.model.approved.add(ticket)
+        outcome = await self.call(
+            "answer()", self.host.answer(turn, wait, f"a{len(self.model.log)}", response)
+        )
+        if answer == "off-schema":
+            assert isinstance(outcome, ScopeError), f"an off-schema answer was taken: {outcome}"
+        elif answer == "remember" and not isinstance(outcome, ScopeError):
+            self.model.remembered = True
 
-    @precondition(lambda self: self.ready)
-    @rule(answer=st.sampled_from(["approve", "remember", "deny", "off-schema"]))
-    @guarded
-    def answer_approval(self, answer: str) -> None:
-        async def go() -> None:
-            turn = await self.current_turn()
-            if turn is None:
-                return
-            pending, _ = await self.host.waits(turn)
-            if not pending:
-                return
-            wait = pending[0]
-            ticket = ticket_of(wait)
-            response: dict[str, Any] = {
-                "approve": {"decision": "approve"},
-                "remember": {"decision": "approve", "remember": True},
-                "deny": {"decision": "deny", "reason": "no"},
-                "off-schema": {"decision": "maybe"},
-            }[answer]
-            self.model.log.append(f"approval {ticket}: {answer}")
-            if answer in ("approve", "remember") and ticket is not None:
-                self.model.approved.add(ticket)
-            outcome = await self.call(
-                "answer()", self.host.answer(turn, wait, f"a{self.sent}-{answer}", response)
-            )
-            if answer == "off-schema":
-                assert isinstance(outcome, ScopeError), f"an off-schema answer was taken: {outcome}"
-            elif answer == "remember" and not isinstance(outcome, ScopeError):
-                self.model.remembered = True
-            await self.settle()
-
-        self.run(go())
-
-    @precondition(lambda self: self.ready)
-    @rule()
-    @guarded
-    def resolve_unknown(self) -> None:
-        async def go() -> None:
-            turn = await self.current_turn()
-            if turn is None:
-                return
-            _, unknown = await self.host.waits(turn)
-            if not unknown:
-                return
-            self.model.log.append("retry the unknown model call")
-            await self.call("retry_model_call()", self.host.retry(turn, unknown[0]))
-            await self.settle()
-
-        self.run(go())
-
-    @precondition(lambda self: self.ready)
+    @precondition(
+        lambda self: self.ready and self.running is not None and self.running.id not in self.timed
+    )
     @rule()
     @guarded
     def result_times_out(self) -> None:
+        self.timed.add(self.running.id)
+
         async def go() -> None:
-            turn = await self.current_turn()
-            if turn is None:
-                return
             self.model.log.append("a host's result() times out")
             try:
-                await asyncio.wait_for(self.host.result(turn), 0.01)
+                await asyncio.wait_for(self.host.result(self.running), 0.01)
             except (TimeoutError, ScopeError):
                 pass
             await self.settle()
