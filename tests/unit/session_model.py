@@ -13,6 +13,8 @@ against the session's promises (docs/sessions.md, docs/approvals.md):
     at most once; once the session is idle or ended, exactly once.
  4. Every model request opens with the Definition's instructions, and the transcript never
     holds them.
+ 4a. A message with a `steered` receipt is taken by that turn, unless it fails or is
+    cancelled (the world never answers a model call while a steer is on its way).
  5. A turn fails only as the world made it fail (the model's definite failure); never for
     its own input's size (every turn's input fits the payload limit); it is cancelled only
     by `end`.
@@ -58,6 +60,8 @@ class Model:
     approved: set[str] = field(default_factory=set)
     """Tickets of covered calls a person approved."""
     remembered: bool = False
+    steered_into: dict[str, int] = field(default_factory=dict)
+    """Message id -> the turn its `steered` receipt named."""
     rejects: int = 0
     end_returned: bool = False
     end_asked: bool = False
@@ -95,6 +99,8 @@ class Model:
         elif isinstance(outcome, SendReceipt):
             assert not outcome.duplicate, f"a new message got a duplicate receipt: {outcome!r}"
             self.accepted[message_id] = text
+            if outcome.disposition == "steered":
+                self.steered_into[message_id] = outcome.turn
         else:
             too_large = isinstance(outcome, InvalidSignal) and outcome.code == PAYLOAD_TOO_LARGE
             ending = isinstance(outcome, SessionEnded) and self.end_asked
@@ -129,6 +135,12 @@ class Model:
                 )
             else:
                 assert n <= 1, f"accepted message {message_id} is in the transcript {n} times"
+        for record, after in zip(snap.turns, snap.turns[1:], strict=False):
+            missed = [i for i in after.message_ids if self.steered_into.get(i) == record.turn]
+            assert record.status != "completed" or not missed, (
+                f"{missed} got a 'steered' receipt for turn {record.turn}, which completed "
+                f"without taking them (they opened turn {after.turn})"
+            )
         for record in snap.turns:
             if record.status == "failed":
                 assert record.code == MODEL_REJECTED and self.rejects, (
