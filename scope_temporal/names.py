@@ -43,6 +43,9 @@ SESSION_SEND = "scope.session.send"
 """Update on a session: one message (it opens a turn, or steers the running one)."""
 SESSION_END = "scope.session.end"
 """Update on a session: end it (its running turn is cancelled)."""
+SESSION_STEER_TAKEN = "scope.session.steer_taken"
+"""Signal a session's turn sends its session: whether it took a steer the session passed
+with `reply_to` (a `SteerTaken`)."""
 SESSION_NOTICE = "scope.session.notice"
 """Signal a background task of a session's turn sends its session: a lifecycle
 notification (a `SteerInput` whose id is the notice id), for the running or next turn."""

@@ -331,6 +331,20 @@ class SteerInput(_Payload):
 
     signal_id: str
     messages: tuple[Message, ...]
+    reply_to: str | None = None
+    """A session passing a host's message to its running turn: the session's workflow
+    id, which the turn tells whether it took the steer (`scope.session.steer_taken`, a
+    `SteerTaken`); the session's `send` returns, or is refused, with that answer."""
+
+
+class SteerTaken(_Payload):
+    """Signal `scope.session.steer_taken`: a turn's answer to a steer its session passed
+    with `reply_to`: taken (no code), or refused with the code and message its own
+    check gave (the session then refuses the host's send, nothing changed)."""
+
+    signal_id: str
+    code: str | None = None
+    message: str = ""
 
 
 class ToolInputAnswer(_Payload):

@@ -3,7 +3,9 @@
 The first `send` starts the session with update-with-start: one call starts the workflow
 (if it is not running) and delivers the message, so a chat app never asks "does it exist
 yet?". Every message carries an id: sending it again is safe (the same receipt, nothing
-changes).
+changes). `end` is an update-with-start too: ended before any message, the session's
+workflow starts ended and completes at once, so its id holds an ended session and every
+later `send` on it is refused with `SessionEnded` (the id is never reused).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from temporalio.client import (
@@ -55,6 +57,7 @@ from scope_temporal.payloads import (
 )
 from scope_temporal.update_retry import TOO_SOON_PAUSES, execute_update, sent_too_soon
 
+_R = TypeVar("_R")
 _QUERY_TIMEOUT = timedelta(seconds=10)
 _CATCH_UP_POLLS, _CATCH_UP_SECONDS = 200, 0.05  # at most 10 s for the session to take an end
 _DELIVERY_ATTEMPTS = len(TOO_SOON_PAUSES) + 1
@@ -176,7 +179,12 @@ class SessionHandle:
             start_digest=session_start_digest(self._start.context, self._start.approved_tools),
         )
         self.scope.check_sendable(payload, "The message", errors.InvalidSignal)
-        receipt = await self._deliver(payload)
+        receipt = await self._with_start(names.SESSION_SEND, payload, SendReceipt)
+        if receipt is None:
+            raise errors.SessionEnded(
+                f"Session {self.id!r} has ended; it takes no more messages and nothing was "
+                "sent. Start a new session (a new id); its transcript stays readable."
+            )
         self.last_receipt = receipt
         return self.turn(receipt.turn)
 
@@ -194,20 +202,28 @@ class SessionHandle:
             static_summary=f"session {definition}",
         )
 
-    async def _deliver(self, payload: SessionSend) -> SendReceipt:
-        """Update-with-start, again if it met the session between two runs (continuing as
-        new): the message id makes a repeat safe."""
-        assert self._start is not None  # checked by send
+    async def _with_start(
+        self, update: str, payload: BaseModel, result_type: type[_R]
+    ) -> _R | None:
+        """Update-with-start (`send`, `end`), again if it met the session between two runs
+        (continuing as new), or in a busy task: the message id makes a repeat of a send
+        safe, and an end is idempotent. None when the id holds a closed session (it
+        ended): the update was not delivered.
+
+        Raises:
+            ScopeError: the typed refusal of the update, or the server unreachable.
+        """
+        assert self._start is not None  # checked by the callers
         for attempt in range(1, _DELIVERY_ATTEMPTS + 1):
             operation = self._start_operation(self._start)
             try:
-                receipt: SendReceipt = await self.scope.client.execute_update_with_start_workflow(
-                    names.SESSION_SEND,
+                result: _R = await self.scope.client.execute_update_with_start_workflow(
+                    update,
                     payload,
                     start_workflow_operation=operation,
-                    result_type=SendReceipt,
+                    result_type=result_type,
                 )
-                return receipt
+                return result
             except WorkflowUpdateFailedError as error:
                 if sent_too_soon(error) and attempt < _DELIVERY_ATTEMPTS:
                     await asyncio.sleep(TOO_SOON_PAUSES[attempt - 1])  # it was mid-task: again
@@ -217,16 +233,11 @@ class SessionHandle:
                 with contextlib.suppress(WorkflowAlreadyStartedError):  # its copy: read, so
                     await operation.workflow_handle()  # asyncio never logs it as unretrieved
                 if attempt == _DELIVERY_ATTEMPTS or not await self._running():
-                    raise errors.SessionEnded(
-                        f"Session {self.id!r} has ended; it takes no more messages and "
-                        "nothing was sent. Start a new session (a new id); its transcript "
-                        "stays readable."
-                    ) from None
+                    return None
             except RPCError as error:
                 raise ScopeError(
-                    f"The message could not be delivered to session {self.id!r}: "
-                    f"{error.message}. Nothing was applied; send it again with the same "
-                    "message id."
+                    f"Session {self.id!r} could not be reached: {error.message}. Nothing "
+                    "was applied; call again (a message with the same message id)."
                 ) from error
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -250,9 +261,19 @@ class SessionHandle:
         """End the session: a running turn is cancelled, then it takes no more messages.
         Ending an ended session does nothing.
 
+        `end` wins: once it returns, every `send` on this id is refused with
+        `SessionEnded`. Before any message (no session runs on this id yet) it starts
+        the session ended, with update-with-start as `send` does: the id then holds an
+        ended session with no turn. A `send` racing it is refused with `SessionEnded`,
+        or its turn is recorded as cancelled and the session ends.
+
         Raises:
-            InteractionNotFound: no session has this id.
+            InteractionNotFound: no session has this id and this handle cannot start one
+                (it came from `get_session`).
         """
+        if self._start is not None:
+            await self._with_start(names.SESSION_END, SessionEndInput(reason=reason), type(None))
+            return
         try:
             await execute_update(
                 self._workflow(), names.SESSION_END, SessionEndInput(reason=reason)

@@ -50,6 +50,7 @@ from scope_temporal.payloads import (
     ResolveInput,
     RunSettings,
     SteerInput,
+    SteerTaken,
     ToolInputAnswer,
 )
 
@@ -266,14 +267,26 @@ class InteractionDriver:
         self._touch()
 
     def steer_signal(self, input: SteerInput) -> None:
-        """A steer sent as a signal: applied, or recorded as rejected."""
+        """A steer sent as a signal: applied, or recorded as rejected. One its session
+        passed (`reply_to`) is answered instead of recorded: the session takes or
+        refuses the host's message by this very check (`SteerTaken`)."""
         if self._hold(lambda: self.steer_signal(input)):
             return
+        refusal: ScopeError | None = None
         try:
             self.validate_steer(input)
             self.machine.steer(input.signal_id, input.messages)
         except ScopeError as error:
-            self.machine.record_rejected(input.signal_id, "steer", error)
+            refusal = error
+            if input.reply_to is None:
+                self.machine.record_rejected(input.signal_id, "steer", error)
+        if input.reply_to is not None:
+            answer = SteerTaken(
+                signal_id=input.signal_id,
+                code=refusal.code if refusal is not None else None,
+                message=refusal.message if refusal is not None else "",
+            )
+            self._spawn(self._transport.signal(input.reply_to, names.SESSION_STEER_TAKEN, answer))
         self._touch()
 
     def validate_steer(self, input: SteerInput) -> None:

@@ -12,6 +12,13 @@ What it decides itself are the engine-level rules:
     would not fit the limit (with the steers and notices a next turn would open with,
     while a turn runs: that turn may miss them). Checked when the message is sent (the
     validator), never again on replay: a refused message changed nothing.
+ 1a. A message that steers the running turn is taken only if that turn takes it: the
+    session passes it on asking for an answer (`SteerInput.reply_to`), the turn checks
+    it as it checks any steer (what its next model call will carry, `validate_steer`)
+    and answers (`SteerTaken`); refused, the message is withdrawn and the send raises
+    that refusal (nothing changed). One check, the turn's, over the turn's own state:
+    a `steered` receipt is never given for a steer the turn refuses. (A session from
+    before this rule, replaying, keeps passing steers without asking.)
  2. A send returns once the turn that takes it runs (a new turn: once its child started),
     so the turn's handle finds it; a send whose turn the session withdrew (it ended
     first) raises `SessionEnded`. A message whose sender has seen the running turn end
@@ -57,6 +64,7 @@ from scope_temporal.payloads import (
     SessionInput,
     SessionSend,
     SteerInput,
+    SteerTaken,
 )
 
 
@@ -91,6 +99,8 @@ class SessionDriver:
         self._dirty = False
         self._crash: BaseException | None = None
         self._begun_turns: set[str] = set()  # turn tasks whose coroutine ran
+        self._asking: set[str] = set()  # steers passed with reply_to, not answered yet
+        self._answers: dict[str, SteerTaken] = {}  # the running turn's answers, by id
         self._turns_at_start = machine.turns
 
     # --- the run ---------------------------------------------------------------------
@@ -138,8 +148,11 @@ class SessionDriver:
                 self._running[effect.process_id] = task
                 task.add_done_callback(lambda t: self._finished(effect.process_id, t))
             case SteerTurn():
+                message_id = effect.message.message_id
                 steer = SteerInput(
-                    signal_id=effect.message.message_id, messages=effect.message.messages
+                    signal_id=message_id,
+                    messages=effect.message.messages,
+                    reply_to=self.machine.session_id if message_id in self._asking else None,
                 )
                 self._transport.spawn(self._transport.signal(effect.process_id, names.STEER, steer))
             case CancelTurn():
@@ -297,6 +310,10 @@ class SessionDriver:
         if seen_turn_runs():
             await self._transport.wait_until(lambda: not seen_turn_runs())
         receipt = self.machine.send(input.message_id, input.messages, input.start_digest)
+        if receipt.disposition == "steered" and self._transport.asks_steer_answers():
+            self._asking.add(input.message_id)  # before the loop passes it on
+            self._touch()
+            receipt = await self._steer_taken(receipt)
         self._touch()
         await self._transport.wait_until(
             lambda: receipt.turn in self._started or machine.phase in ("ended", "failed")
@@ -308,6 +325,39 @@ class SessionDriver:
                 "session (a new id)."
             )
         return receipt
+
+    async def _steer_taken(self, receipt: SendReceipt) -> SendReceipt:
+        """Wait for the running turn's answer to the steer `receipt` took (rule 1a); its
+        receipt then, or the turn's refusal (the steer withdrawn).
+
+        Raises:
+            ScopeError: the turn's refusal (e.g. InvalidSignal,
+                `interaction.payload.too_large`); the session is as before the send.
+        """
+        machine, message_id = self.machine, receipt.message_id
+        try:
+            await self._transport.wait_until(
+                lambda: message_id in self._answers or not machine.steering(message_id)
+            )
+        finally:
+            self._asking.discard(message_id)
+        answer = self._answers.pop(message_id, None)
+        if answer is not None and answer.code is not None and machine.refuse_steer(message_id):
+            self._touch()
+            raise errors.refusal(
+                answer.code,
+                f"Turn {receipt.turn} of session {machine.session_id!r} refused the message: "
+                f"{answer.message} Nothing changed: the session did not take it.",
+            )
+        # taken; or its turn ended first and passed it on to the turn its receipt names
+        return machine.receipt_of(message_id) or receipt
+
+    def steer_taken(self, input: SteerTaken) -> None:
+        """The running turn's answer to a steer passed with `reply_to` (rule 1a); an
+        answer nobody waits for (a duplicate, or its send gone) is dropped."""
+        if input.signal_id in self._asking:
+            self._answers[input.signal_id] = input
+            self._touch()
 
     def notice(self, input: SteerInput) -> bool:
         """A background task's lifecycle notification, for the running or the next turn;

@@ -243,6 +243,11 @@ class SessionTransport(Host, Protocol):
         """Deliver a signal to the running turn (dropped if it ended meanwhile)."""
         ...
 
+    def asks_steer_answers(self) -> bool:
+        """Steers are passed asking the turn for its answer (`SteerInput.reply_to`);
+        False only while replaying a session recorded before that rule."""
+        ...
+
     def continue_as_new_suggested(self) -> bool: ...
 
     def handlers_finished(self) -> bool:

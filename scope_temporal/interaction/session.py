@@ -37,6 +37,9 @@ The rules it keeps:
     the session started with is refused (`start_digest`; code
     `interaction.session.mismatch`): a turn never runs with an identity its sender did
     not give.
+ 1a. The running turn decides whether it takes a steer (its own room check: what its
+    next model call will carry). A steer it refuses is withdrawn (`refuse_steer`): gone
+    from the session as if never sent, its id free again; the driver refuses that send.
  6. A background task of a turn tells the session when it ends or asks for input
     (`notice`, deduplicated by its notice id): the running turn gets it as a steer; with
     none running it is kept, and the next turn applies it before its first model call. It
@@ -80,7 +83,7 @@ from scope_temporal.interaction.transitions import Machine, Table, same
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.run_context import SESSION_KEY
 
-Event = Literal["next_effects", "send", "notice", "turn_ended", "end", "fail"]
+Event = Literal["next_effects", "send", "refuse_steer", "notice", "turn_ended", "end", "fail"]
 
 KEPT_MESSAGE_IDS = 1000
 """Message ids remembered for dedup (the latest ones): an id older than that is new."""
@@ -88,6 +91,7 @@ KEPT_MESSAGE_IDS = 1000
 TABLE: Table[Event, SessionPhase] = {
     "next_effects": same("idle", "turn"),
     "send": {"idle": frozenset({"turn"}), "turn": frozenset({"turn"})},
+    "refuse_steer": same("turn"),
     "notice": same("idle", "turn"),
     "turn_ended": {"turn": frozenset({"idle", "turn", "ended"})},
     "end": {
@@ -268,6 +272,34 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
             return receipt
 
         return self._apply("send", change)
+
+    def steering(self, message_id: str) -> bool:
+        """The message is a steer of the running turn (passed to it, or about to be)."""
+        s = self._state
+        return s.phase == "turn" and any(
+            m.message_id == message_id for m in (*s.outbox, *s.steered)
+        )
+
+    def receipt_of(self, message_id: str) -> SendReceipt | None:
+        """The receipt of a message the session took: the turn that takes it now (a
+        steer the running turn missed names the turn it opened)."""
+        seen = self._state.seen.get(message_id)
+        return seen.receipt if seen is not None else None
+
+    def refuse_steer(self, message_id: str) -> bool:
+        """The running turn refused a steer (rule 1a): it is withdrawn, as if never
+        sent. False when it is no steer of the running turn any more (that turn ended
+        and passed it on, or the session took its end): nothing changes then."""
+        if not self.steering(message_id):
+            return False
+
+        def change(s: SessionState) -> None:
+            s.outbox = [m for m in s.outbox if m.message_id != message_id]
+            s.steered = [m for m in s.steered if m.message_id != message_id]
+            s.seen.pop(message_id, None)
+
+        self._apply("refuse_steer", change)
+        return True
 
     def notice(self, notice_id: str, messages: Sequence[Message]) -> bool:
         """A background task's lifecycle notification (rule 6). False when nothing

@@ -52,6 +52,7 @@ from scope_temporal.payloads import (
     ModelActivityInput,
     ResolveInput,
     SteerInput,
+    SteerTaken,
     TaskInput,
     ToolActivityInput,
     ToolCallInput,
@@ -232,6 +233,10 @@ class LocalEngine:
     def deliver(self, process_id: str, signal: str, payload: Any) -> None:
         """A signal, at once, to a process or a background task (dropped if none)."""
         process = self.processes.get(process_id)
+        session = self.sessions.get(process_id)
+        if session is not None and isinstance(payload, SteerTaken):
+            session.steer_taken(payload)
+            return
         if process is None:
             if self.tasks.holds(process_id) and isinstance(payload, ToolInputAnswer):
                 self.tasks.answer_signal(process_id, payload)

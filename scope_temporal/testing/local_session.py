@@ -76,6 +76,9 @@ class _SessionTransport(LocalTransport):
         ended = task.result()
         return Ended(ended.message, ended.code) if isinstance(ended, Failure) else ended
 
+    def asks_steer_answers(self) -> bool:
+        return True
+
     def handlers_finished(self) -> bool:
         return True  # a local send takes its message synchronously
 
@@ -113,7 +116,8 @@ class SharedSession:
         return driver
 
     def starting(self, start: SessionInput) -> None:
-        """A handle sends: the first send starts the session with that handle's input."""
+        """A handle sends or ends: the first starts the session with that handle's input.
+        Once started it is never replaced (an ended session stays ended)."""
         if self.run is None:
             self.driver = self._open(self._machine(start), start)
             self.run = self.engine.spawn(self._drive())
@@ -229,10 +233,14 @@ class LocalSession:
         )
 
     async def end(self, reason: str = "ended by the host") -> None:
-        """End the session (a running turn is cancelled first); returns once it ended."""
+        """End the session (a running turn is cancelled first); returns once it ended.
+        Before any message it starts the session ended (as `SessionHandle.end`): every
+        later `send` on its id, from any handle, is refused with `SessionEnded`."""
+        if self.shared.run is None:
+            self.shared.starting(self._start)
         self._driver.end(SessionEndInput(reason=reason))
-        if self.shared.run is not None:
-            await asyncio.wait([self.shared.run])
+        assert self.shared.run is not None  # started above, or by a send
+        await asyncio.wait([self.shared.run])
 
     async def snapshot(self) -> SessionSnapshot:
         """As `SessionHandle.snapshot`: a turn whose end a handle saw shows as ended."""

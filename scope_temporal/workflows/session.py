@@ -24,6 +24,7 @@ from scope_temporal.payloads import (
     SessionInput,
     SessionSend,
     SteerInput,
+    SteerTaken,
 )
 from scope_temporal.run_context import check_run_context
 from scope_temporal.workflows import inputs, serving
@@ -103,6 +104,16 @@ class SessionWorkflow(CommandsInTask):
                 f"{workflow.info().task_queue!r} (known: {served.names}); the message was not "
                 "taken. Register it on the worker."
             )
+
+    @workflow.signal(name=names.SESSION_STEER_TAKEN)
+    def steer_taken(self, raw: RawValue) -> None:
+        """The running turn's answer to a steer (see `SessionDriver.steer_taken`)."""
+        try:
+            input = inputs.decode(raw, SteerTaken, "steer answer")
+        except ScopeError as error:
+            workflow.logger.warning("a turn's steer answer was refused: %s", error)
+            return
+        self._driver.steer_taken(input)
 
     @workflow.signal(name=names.SESSION_NOTICE)
     def notice(self, raw: RawValue) -> None:

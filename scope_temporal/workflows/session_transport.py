@@ -16,6 +16,10 @@ from scope_temporal.payloads import InteractionInput, SessionInput
 from scope_temporal.workflows.task_commands import command_issued
 from scope_temporal.workflows.temporal import TemporalTransport, run_child
 
+STEER_ANSWERS_PATCH = "scope.session.steer_answers"
+"""Sessions pass steers asking their turn for its answer (`SessionDriver` rule 1a); a
+session recorded before replays without asking, as it ran."""
+
 
 class SessionTemporalTransport(TemporalTransport):
     """`SessionTransport` on Temporal: each turn is a child `scope.Interaction`."""
@@ -36,6 +40,10 @@ class SessionTemporalTransport(TemporalTransport):
             summary=summary,
             started=started,
         )
+
+    def asks_steer_answers(self) -> bool:
+        command_issued()  # the patch marker
+        return workflow.patched(STEER_ANSWERS_PATCH)
 
     def handlers_finished(self) -> bool:
         return workflow.all_handlers_finished()

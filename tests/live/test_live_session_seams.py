@@ -1,8 +1,9 @@
 """Sessions where their rules meet, on a dev server (issue 25, defects 1, 2, 4, 5, 13, 14),
 in both tool-call mappings: every model call of every turn opens with the Definition's
 instructions, `send` and `end` together both return, a handle holding another identity
-is refused, and a message (or a steer) the model call carrying it could not send is
-refused when it is sent."""
+is refused, a message (or a steer) the model call carrying it could not send is
+refused when it is sent (a steer by the running turn's own check: never `steered`,
+then refused), and `end` before any message ends the session for good."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
+    ApprovalPolicy,
     Definition,
     InteractionFailed,
     InvalidSignal,
@@ -25,7 +27,7 @@ from scope_temporal import (
 )
 from scope_temporal.errors import MODEL_REJECTED, PAYLOAD_TOO_LARGE, SESSION_MISMATCH
 from scope_temporal.models import ModelRejected
-from tests.live.harness import fresh_id, serving
+from tests.live.harness import eventually, fresh_id, serving
 from tests.live.test_live_sessions import turn_input
 
 GATE: list[asyncio.Event] = []  # [opened by the test, set once the slow tool runs]
@@ -50,7 +52,23 @@ def rejecting(request: ModelRequest) -> Response:
     return reply.text(f"{len(request.messages)} messages")
 
 
+@tool(permission="exec")
+def restart_service(name: str) -> str:
+    """Restart a service."""
+    return f"{name} restarted"
+
+
+def restart_then_count(request: ModelRequest) -> Response:
+    """A covered call (it waits for approval), then a count of the user messages."""
+    if not any(m.role == "tool" for m in request.messages):
+        return reply.tool_calls(("restart_service", {"name": "web"}))
+    return reply.text(f"{sum(m.role == 'user' for m in request.messages)} user messages")
+
+
 TALK = Definition("talk", instructions="Be brief.", tools=[slow_lookup])
+OPS = Definition(
+    "ops", instructions="Be brief.", tools=[restart_service], approval=ApprovalPolicy.deny_writes()
+)
 TOOLS = [slow_lookup]
 
 
@@ -186,3 +204,36 @@ async def test_seam_14_live_a_steer_the_next_model_call_could_not_carry_is_refus
         assert refused.value.code == PAYLOAD_TOO_LARGE
         GATE[0].set()
         assert (await run.result()).text == "5 messages"
+
+
+async def test_seam_04_live_a_steer_the_turn_waiting_on_an_approval_would_refuse_is_refused(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """The model-based test's sequence: the turn's own check is the one that decides."""
+    model = ScriptedModel(restart_then_count)
+    async with serving(
+        temporal_env,
+        [OPS],
+        tools=[restart_service],
+        models={"default": model},
+        payload_limit_bytes=14_000,
+    ) as scope:
+        session = scope.session("ops", id=fresh_id("chat"), continue_as_new_every=1)
+        turn = await session.send("x" * 11_800, message_id="m1")
+        snap = await eventually(turn.snapshot, lambda s: bool(s.pending_tool_inputs))
+        before = await session.snapshot()
+        with pytest.raises(InvalidSignal) as refused:
+            await asyncio.wait_for(session.send("y" * 3_000, message_id="m2"), 30)
+        assert refused.value.code == PAYLOAD_TOO_LARGE
+        assert session.last_receipt is not None and session.last_receipt.disposition == "started"
+        assert await session.snapshot() == before
+        assert (await turn.snapshot()).rejected_signals == []
+        await asyncio.wait_for(session.send("and say so", message_id="m2"), 30)
+        assert session.last_receipt is not None and session.last_receipt.disposition == "steered"
+        [pending] = snap.pending_tool_inputs
+        await turn.answer(pending, "a1", {"decision": "approve"})
+        assert (await asyncio.wait_for(turn.result(), 30)).text == "2 user messages"
+        done = await session.snapshot()
+        assert [t.status for t in done.turns] == ["completed"]
+        assert (done.queued, done.unanswered) == ((), ())
+        await session.end()

@@ -2,8 +2,9 @@
 result says nothing of the turn (defect 3); a subscriber following `session.events()`
 never crashes on a turn sent right after the last one ended (its workflow is waited for,
 defect 11), and from the start it reads what each turn still retains, a turn continued
-as new included (defect 10). The mapping of tool calls changes none of this: these run
-in the default one."""
+as new included (defect 10); `end` before any message ends the session for good, and a
+send racing it is refused or its turn cancelled (defect 2). The mapping of tool calls
+changes none of this: these run in the default one."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from scope_temporal import (
     ModelRequest,
     Response,
     ScriptedModel,
+    SessionEnded,
     reply,
     tool,
 )
@@ -168,3 +170,48 @@ async def test_seam_10_from_the_start_a_turn_continued_as_new_reads_what_it_reta
 
 async def _read(events: object) -> list[Event]:
     return [e async for e in events]  # type: ignore[attr-defined]
+
+
+async def test_seam_02_end_before_any_message_ends_the_session_for_good(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    model = ScriptedModel(echo)
+    async with serving(temporal_env, [TALK], models={"default": model}) as scope:
+        id = fresh_id("sess-end-first")
+        session = scope.session("talk-seams", id=id)
+        await asyncio.wait_for(session.end(), WAIT)  # no workflow had this id: it starts ended
+        for handle in (session, scope.session("talk-seams", id=id)):
+            with pytest.raises(SessionEnded):
+                await asyncio.wait_for(handle.send("hi", message_id="m1"), WAIT)
+        snap = await session.snapshot()
+        assert (snap.status, snap.turns, snap.messages) == ("ended", (), 0)
+        await asyncio.wait_for(session.end(), WAIT)  # ending it again does nothing
+        assert model.requests == []
+
+
+@pytest.mark.parametrize("end_first", [True, False])
+async def test_seam_02_a_send_racing_the_first_end_is_refused_or_cancelled(
+    temporal_env: WorkflowEnvironment, end_first: bool
+) -> None:
+    model = ScriptedModel(echo)
+    async with serving(temporal_env, [TALK], models={"default": model}) as scope:
+        id = fresh_id("sess-end-race")
+        calls = [
+            scope.session("talk-seams", id=id).end(),
+            scope.session("talk-seams", id=id).send("hi", message_id="m1"),
+        ]
+        results = await asyncio.wait_for(
+            asyncio.gather(*(calls if end_first else calls[::-1]), return_exceptions=True),
+            WAIT,
+        )
+        ended, sent = results if end_first else results[::-1]
+        assert ended is None
+        session = scope.session("talk-seams", id=id)
+        snap = await session.snapshot()
+        assert snap.status == "ended" and snap.current is None
+        if isinstance(sent, BaseException):
+            assert isinstance(sent, SessionEnded), sent
+        else:  # its turn started: the end cancelled it (or it had answered already)
+            assert [t.status for t in snap.turns] in (["canceled"], ["completed"])
+        with pytest.raises(SessionEnded):
+            await asyncio.wait_for(session.send("still there?", message_id="m2"), WAIT)

@@ -2,7 +2,9 @@
 cancellation of a turn's `result()` says nothing of the turn, so the next message still
 steers it (defect 3; `SessionHandle` live: tests/live/test_session_seams.py); a
 `continue_as_new_every` below 1 is refused where it is given, and in the workflow input
-where no history can hold it (defect 6)."""
+where no history can hold it (defect 6); a steer the turn waiting on an approval would
+refuse is refused at `send`, never given a `steered` receipt (defect 4, as the
+model-based test found it; live: tests/live/test_live_session_seams.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from scope_temporal import ConfigurationError, ScopeClient
 from scope_temporal.approval import ApprovalPolicy
 from scope_temporal.chat import Response
 from scope_temporal.definition import Definition
-from scope_temporal.errors import CONFIGURATION_INVALID
+from scope_temporal.errors import CONFIGURATION_INVALID, PAYLOAD_TOO_LARGE, InvalidSignal
 from scope_temporal.models import ModelRequest, ScriptedModel, reply
 from scope_temporal.payloads import InteractionInput, SessionInput
 from scope_temporal.testing import LocalRunner
@@ -36,12 +38,26 @@ def restart_then_echo(request: ModelRequest) -> Response:
     return reply.text(" | ".join(m.text for m in request.messages if m.role == "user"))
 
 
-def runner() -> LocalRunner:
-    ops = Definition("ops", tools=[restart_service], approval=ApprovalPolicy.deny_writes())
+def restart_then_count(request: ModelRequest) -> Response:
+    if not any(m.role == "tool" for m in request.messages):
+        return reply.tool_calls(("restart_service", {"name": "web"}))
+    return reply.text(f"{sum(m.role == 'user' for m in request.messages)} user messages")
+
+
+def runner(
+    model: object = restart_then_echo, *, limit: int = 2_000_000, mode: str = "always"
+) -> LocalRunner:
+    ops = Definition(
+        "ops",
+        tools=[restart_service],
+        approval=ApprovalPolicy.deny_writes(),
+        tool_call_workflows=mode,  # type: ignore[arg-type]
+    )
     return LocalRunner(
         definitions=[ops],
         tools=[restart_service],
-        models={"default": ScriptedModel(restart_then_echo)},
+        models={"default": ScriptedModel(model)},  # type: ignore[arg-type]
+        payload_limit_bytes=limit,
     )
 
 
@@ -96,3 +112,32 @@ def test_seam_06_a_session_input_an_older_client_sent_still_decodes() -> None:
     # turn): their histories must still decode
     old = SessionInput.model_validate_json('{"definition": "ops", "continue_as_new_every": 0}')
     assert old.continue_as_new_every == 0
+
+
+@pytest.mark.parametrize("mode", ["always", "on_demand"])
+async def test_seam_04_a_steer_the_turn_waiting_on_an_approval_would_refuse_is_refused_at_send(
+    mode: str,
+) -> None:
+    # the model-based test's sequence: the 11,800 B message opens turn 1, whose model
+    # call asks for a covered tool; a 3,000 B message then fit the next turn's opening
+    # (the session's old check) but not the turn's own (15,5xx B): `steered`, then refused
+    session = runner(restart_then_count, limit=14_000, mode=mode).session(
+        "ops", id="s1", continue_as_new_every=1
+    )
+    turn = await session.send("x" * 11_800, message_id="m1")
+    [pending] = (await turn.idle()).pending_tool_inputs  # it waits on the approval
+    before = await session.snapshot()
+    with pytest.raises(InvalidSignal) as refused:
+        await asyncio.wait_for(session.send("y" * 3_000, message_id="m2"), WAIT)
+    assert refused.value.code == PAYLOAD_TOO_LARGE and "refused the message" in str(refused.value)
+    assert session.last_receipt is not None and session.last_receipt.disposition == "started"
+    assert await session.snapshot() == before  # nothing changed: not queued, not seen
+    assert turn.snapshot().rejected_signals == []  # the send's refusal says it all
+    # the id is free again; a message the turn takes is `steered` and applied by it
+    await asyncio.wait_for(session.send("and say so", message_id="m2"), WAIT)
+    assert session.last_receipt is not None and session.last_receipt.disposition == "steered"
+    await turn.answer(pending, "a1", {"decision": "approve"})
+    assert (await turn.result(timeout=WAIT)).text == "2 user messages"
+    snap = await session.idle()
+    assert [t.status for t in snap.turns] == ["completed"]
+    assert (snap.queued, snap.unanswered) == ((), ())

@@ -317,3 +317,39 @@ def test_seam_02_an_end_before_a_next_turn_starts_keeps_what_it_would_open_with(
     snap = m.snapshot()
     assert (snap.status, len(snap.turns), snap.unanswered) == ("ended", 1, ("m2",))
     assert m.transcript[-1] == Message.user("also")
+
+
+# --- 2: end before the first message ----------------------------------------------------
+
+
+async def test_seam_02_end_before_any_message_ends_the_session_for_good() -> None:
+    r = runner()
+    session = r.session("talk", id="s1")
+    await asyncio.wait_for(session.end(), WAIT)
+    for handle in (session, r.session("talk", id="s1")):  # any handle on the id
+        with pytest.raises(SessionEnded):
+            await asyncio.wait_for(handle.send("hi", message_id="m1"), WAIT)
+    snap = await session.snapshot()
+    assert (snap.status, snap.turns, snap.messages) == ("ended", (), 0)
+    await asyncio.wait_for(session.end(), WAIT)  # ending it again does nothing
+    assert REQUESTS == []
+
+
+@pytest.mark.parametrize("end_first", [True, False])
+async def test_seam_02_a_send_racing_the_first_end_is_refused_or_cancelled(end_first: bool) -> None:
+    r = runner()
+    session = r.session("talk", id="s1")
+    calls = [session.end(), r.session("talk", id="s1").send("hi", message_id="m1")]
+    results = await asyncio.wait_for(
+        asyncio.gather(*(calls if end_first else calls[::-1]), return_exceptions=True), WAIT
+    )
+    ended, sent = results if end_first else results[::-1]
+    assert ended is None
+    snap = await session.snapshot()
+    assert snap.status == "ended"
+    if isinstance(sent, BaseException):
+        assert isinstance(sent, SessionEnded) and snap.turns == ()
+    else:
+        assert [t.status for t in snap.turns] == ["canceled"]
+    with pytest.raises(SessionEnded):
+        await session.send("still there?", message_id="m2")
