@@ -25,7 +25,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from functools import wraps
 from typing import Any, ClassVar, TypeVar
 
-import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
@@ -53,10 +52,6 @@ SETTINGS = settings(
     database=None,
     suppress_health_check=list(HealthCheck),
 )
-KNOWN_OPEN = {"end before the first message"}
-"""Defects being fixed on branch `sessionfix` (issue 25's open (b): `end()` before the first
-message, then a send is accepted): the machine does not end a session no message has
-started until the fix is merged (test_known_open_end_before_the_first_message shows it)."""
 EXAMPLES = [0]  # machines made so far (one per example)
 FOUND: list[int] = []  # the example at which the first failure was seen (hunting)
 
@@ -258,7 +253,6 @@ class SessionModel(RuleBasedStateMachine):
     @precondition(
         lambda self: self.ready
         and not self.model.end_returned
-        and (self.started_host or "end before the first message" not in KNOWN_OPEN)
     )
     @rule(racing_send=st.booleans())
     @guarded
@@ -444,19 +438,6 @@ async def _collect(events: Any) -> list[Event]:
 
 def test_sessions_keep_their_promises_whatever_a_host_does() -> None:
     run_state_machine_as_test(SessionModel, settings=SETTINGS)
-
-
-@pytest.mark.xfail(
-    strict=True, reason="known open (sessionfix): end() before the first message, then a send"
-)
-def test_known_open_end_before_the_first_message() -> None:
-    machine = SessionModel()
-    try:
-        machine.start(limit=0, instructions=0, every=0)
-        machine.end(racing_send=False)
-        machine.send_message(kind="new", size=0, index=0, handle="main")
-    finally:
-        machine.teardown()
 
 
 def hunt(seeds: list[int], examples: int, machine: type[RuleBasedStateMachine]) -> int:
