@@ -33,9 +33,10 @@ from scope_temporal.models import ModelRejected
 from scope_temporal.outputs import Output
 from scope_temporal.testing import LocalRunner
 
-Outcome = Literal["text", "lookup", "restart", "reject", "unknown"]
+Outcome = Literal["text", "lookup", "restart", "both", "reject", "unknown"]
 """How a waiting model call ends: a text reply, a call of the read tool, a call of the
-covered tool, a definite failure (a provider's 400), or an unknown outcome (the call
+covered tool, both in one batch (the read tool's result settles while the covered call
+waits for its approval), a definite failure (a provider's 400), or an unknown outcome (the call
 raised: only the host can settle it)."""
 
 
@@ -78,10 +79,13 @@ class World:
             result: Response | BaseException = reply.text(f"reply to {len(self.requests)}")
         elif outcome == "lookup":
             result = reply.tool_calls(("lookup", {"size": size}))
-        elif outcome == "restart":
+        elif outcome in ("restart", "both"):
             self.tickets += 1
             ticket = f"t{self.tickets}"
-            result = reply.tool_calls(("restart", {"ticket": ticket}))
+            calls = [("restart", {"ticket": ticket})]
+            if outcome == "both":
+                calls.insert(0, ("lookup", {"size": size}))
+            result = reply.tool_calls(*calls)
         elif outcome == "reject":
             result = ModelRejected("400: bad request", status=400)
         else:

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from functools import wraps
 from typing import Any, ClassVar, TypeVar
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
@@ -45,13 +46,20 @@ from tests.unit.session_model_world import CURRENT, Host, LocalHost, Outcome, Wo
 
 T = TypeVar("T")
 SETTINGS = settings(
-    max_examples=40,
-    stateful_step_count=30,
+    max_examples=300,
+    stateful_step_count=50,
     deadline=None,
     derandomize=True,
     database=None,
     suppress_health_check=list(HealthCheck),
 )
+KNOWN_OPEN = "steers, then tool results, over the limit"
+"""An open defect the machine found (docs/guarantees.md, "The model-based test of
+sessions"): steers a turn accepted while its model call ran fit the next call then, but
+the call's tool results arrive too, and the turn fails `interaction.payload.too_large`.
+Until it is fixed, the world's tool results stay small while steers wait for the next
+model call (`known_open`); test_known_open_steers_then_tool_results_over_the_limit shows
+it. Remove both with the fix."""
 EXAMPLES = [0]  # machines made so far (one per example)
 FOUND: list[int] = []  # the example at which the first failure was seen (hunting)
 
@@ -82,6 +90,7 @@ class SessionModel(RuleBasedStateMachine):
     limits: ClassVar[tuple[int, ...]] = (12_000, 14_000, 20_000)
     instructions: ClassVar[tuple[str, ...]] = ("Be brief.", "I" * 3_000)
     everies: ClassVar[tuple[int, ...]] = (1, 2, 100)
+    known_open: ClassVar[bool] = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -227,15 +236,17 @@ class SessionModel(RuleBasedStateMachine):
     @precondition(lambda self: self.ready)
     @rule(
         kind=st.sampled_from(["new", "new", "new", "same", "other"]),
-        size=st.integers(0, 4),
+        size=st.sampled_from([0, 0, 1, 2, 3, 4, 4]),
         index=st.integers(0, 50),
         handle=st.sampled_from(["main", "main", "main", "same identity", "other identity"]),
+        burst=st.sampled_from([1, 1, 1, 3]),
     )
     @guarded
-    def send_message(self, kind: str, size: int, index: int, handle: str) -> None:
+    def send_message(self, kind: str, size: int, index: int, handle: str, burst: int) -> None:
+        """A message (`burst`: that many, one after another, as a user typing fast)."""
         if handle == "other identity" and not self.started_host:
             handle = "main"  # the first send starts the session with the main identity
-        message_id, text = self.pick(kind, self.sizes()[size], index)
+        picked = [self.pick(kind, self.sizes()[size], index + n) for n in range(burst)]
         self.model.log.append(f"({handle})")
         sender = {
             "main": lambda: self.main,
@@ -245,18 +256,20 @@ class SessionModel(RuleBasedStateMachine):
         self.started_host = True
 
         async def go() -> None:
-            await self.send(sender, message_id, text, mismatch=handle == "other identity")
+            for message_id, text in picked:
+                await self.send(sender, message_id, text, mismatch=handle == "other identity")
             await self.settle()
 
         self.run(go())
 
-    @precondition(
-        lambda self: self.ready
-        and not self.model.end_returned
-    )
-    @rule(racing_send=st.booleans())
+    @precondition(lambda self: self.ready and not self.model.end_returned)
+    @rule(racing_send=st.booleans(), now=st.sampled_from([True, False, False]))
     @guarded
-    def end(self, racing_send: bool) -> None:
+    def end(self, racing_send: bool, now: bool) -> None:
+        """End the session (alone, or racing a send); `now` False: the host waits (a no-op
+        step, so that most examples run on before their session ends)."""
+        if not now:
+            return
         self.model.end_asked = True
 
         async def go() -> None:
@@ -283,7 +296,9 @@ class SessionModel(RuleBasedStateMachine):
         lambda self: self.ready and bool(self.world.waiting or self.pending or self.unknown)
     )
     @rule(
-        outcome=st.sampled_from(["text", "text", "lookup", "restart", "reject", "unknown"]),
+        outcome=st.sampled_from(
+            ["text", "text", "lookup", "restart", "both", "both", "reject", "unknown"]
+        ),
         big=st.booleans(),
         answer=st.sampled_from(["approve", "approve", "remember", "deny", "off-schema"]),
     )
@@ -302,6 +317,8 @@ class SessionModel(RuleBasedStateMachine):
         self.run(self.settle())
 
     def model_answers(self, outcome: Outcome, big: bool) -> None:
+        if big and self.known_open and self.steers_waiting():
+            big = False  # KNOWN_OPEN: the next model call would carry them and the result
         size = self.world.limit // 4 if big else 20
         ticket = self.world.answer(outcome, size)
         self.model.log.append(f"model: {outcome}" + (f" {ticket}" if ticket else ""))
@@ -309,6 +326,15 @@ class SessionModel(RuleBasedStateMachine):
             self.remembered_at[ticket] = self.model.remembered
         if outcome == "reject":
             self.model.rejects += 1
+
+    def steers_waiting(self) -> bool:
+        """Messages steered into the running turn that its waiting model call did not send."""
+        sent = {m.text for m in self.world.waiting[0].request.messages}
+        return any(
+            self.model.accepted[i] not in sent
+            for i, turn in self.model.steered_into.items()
+            if self.running is not None and self.running.id.endswith(f"/turn/{turn}")
+        )
 
     async def answer_approval(self, answer: str) -> None:
         turn, wait = self.running, self.pending[0]
@@ -354,21 +380,19 @@ class SessionModel(RuleBasedStateMachine):
         async for event in self.host.events(self.main, after):
             into.append(event)
 
-    @precondition(lambda self: self.ready and not self.subscribers)
-    @rule()
-    @guarded
-    def subscribe_from_the_start(self) -> None:
-        seen: list[Event] = []
-        self.subscribers.append((None, seen, self.spawn(self.follow(None, seen))))
-        self.run(self.settle())
-
-    @precondition(lambda self: self.ready and bool(self.subscribers and self.subscribers[0][1]))
+    @precondition(lambda self: self.ready and len(self.subscribers) < 4)
     @rule(index=st.integers(0, 200))
     @guarded
-    def subscribe_from_a_stored_position(self, index: int) -> None:
-        first = self.subscribers[0][1]
-        event = first[index % len(first)]
-        position = (event.turn or 1, event.offset)
+    def subscribe(self, index: int) -> None:
+        """The first subscriber follows from the start; later ones from a position the
+        first one read (as a host stores it to resume)."""
+        position = None
+        if self.subscribers:
+            first = self.subscribers[0][1]
+            if not first:
+                return
+            event = first[index % len(first)]
+            position = (event.turn or 1, event.offset)
         seen: list[Event] = []
         self.subscribers.append((position, seen, self.spawn(self.follow(position, seen))))
         self.run(self.settle())
@@ -399,7 +423,7 @@ class SessionModel(RuleBasedStateMachine):
             return
         try:
             if not self.broken:
-                self.run(self.finish())
+                guarded(lambda self: self.run(self.finish()))(self)
         finally:
             self.world.release()
             self.run(self.host.close())
@@ -438,6 +462,26 @@ async def _collect(events: Any) -> list[Event]:
 
 def test_sessions_keep_their_promises_whatever_a_host_does() -> None:
     run_state_machine_as_test(SessionModel, settings=SETTINGS)
+
+
+class WithTheOpenDefect(SessionModel):
+    known_open = False
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"known open: {KNOWN_OPEN}")
+def test_known_open_steers_then_tool_results_over_the_limit() -> None:
+    """Limit 20,000 B: a turn's model call waits; two 9,000 B messages steer it (both fit
+    its next call); the model calls the read tool, whose 5,000 B result the next call
+    carries too: the turn fails `interaction.payload.too_large`."""
+    machine = WithTheOpenDefect()
+    try:
+        machine.start(limit=2, instructions=0, every=2)
+        for size in (0, 2, 2):
+            machine.send_message(kind="new", size=size, index=0, handle="main", burst=1)
+        machine.the_world_moves(outcome="lookup", big=True, answer="approve")
+        machine.holds()
+    finally:
+        machine.teardown()
 
 
 def hunt(seeds: list[int], examples: int, machine: type[RuleBasedStateMachine]) -> int:
