@@ -80,8 +80,9 @@ class Model:
         """Check the outcome of one send and record what it changed."""
         self.log.append(f"send {message_id} ({len(text)} B): {_short(outcome)}")
         taken = self.accepted.get(message_id)
-        if mismatch:
-            assert isinstance(outcome, InvalidSignal) and outcome.code == SESSION_MISMATCH, (
+        if mismatch:  # an ended session may say so first (a closed workflow, live)
+            refused = isinstance(outcome, InvalidSignal) and outcome.code == SESSION_MISMATCH
+            assert refused or (self.end_returned and isinstance(outcome, SessionEnded)), (
                 f"a handle holding another context must be refused, got {outcome!r}"
             )
         elif taken is not None and taken != text:
