@@ -59,7 +59,12 @@ class LiveHost:
             snap: SessionSnapshot = await handle.snapshot()
         except InteractionNotFound:  # no message yet: no workflow, an idle session
             return SessionSnapshot(
-                session_id=self.id, definition="talk", status="idle", turns=(), messages=0, digest=""
+                session_id=self.id,
+                definition="talk",
+                status="idle",
+                turns=(),
+                messages=0,
+                digest="",
             )
         return snap
 
@@ -158,4 +163,4 @@ async def test_live_sessions_keep_their_promises_whatever_a_host_does(
 @pytest.mark.full
 @pytest.mark.timeout(1800)
 async def test_live_sessions_keep_their_promises_long(temporal_env: WorkflowEnvironment) -> None:
-    await drive(temporal_env, examples=40, steps=30)
+    await drive(temporal_env, examples=20, steps=30)

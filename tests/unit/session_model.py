@@ -89,9 +89,11 @@ class Model:
             assert isinstance(outcome, SignalConflict), (
                 f"id {message_id} taken with other content: want SignalConflict, got {outcome!r}"
             )
-        elif taken is not None:
-            assert isinstance(outcome, StaleMessage) or (
-                isinstance(outcome, SendReceipt) and outcome.duplicate
+        elif taken is not None:  # an ended session may say so (a closed workflow, live)
+            assert (
+                isinstance(outcome, StaleMessage)
+                or (isinstance(outcome, SendReceipt) and outcome.duplicate)
+                or (self.end_returned and isinstance(outcome, SessionEnded))
             ), f"the same message again must be a duplicate or stale, got {outcome!r}"
         elif self.end_returned:
             assert isinstance(outcome, SessionEnded), (
@@ -113,7 +115,9 @@ class Model:
         """A refused message changed nothing: its text is nowhere, and a new id is not taken."""
         if self.accepted.get(message_id) == text:
             return  # the message itself was accepted earlier (stale): it is where it was
-        assert text not in [m.text for m in transcript], f"refused {message_id} is in the transcript"
+        assert text not in [m.text for m in transcript], (
+            f"refused {message_id} is in the transcript"
+        )
         if message_id not in self.accepted:
             held = [t.message_ids for t in snap.turns] + [snap.queued, snap.unanswered]
             assert all(message_id not in ids for ids in held), f"refused {message_id} was taken"
@@ -193,6 +197,4 @@ class Model:
 def _short(outcome: object) -> str:
     if isinstance(outcome, SendReceipt):
         return f"{outcome.disposition} turn {outcome.turn}" + (" dup" if outcome.duplicate else "")
-    return type(outcome).__name__ + (
-        f"({outcome.code})" if isinstance(outcome, ScopeError) else ""
-    )
+    return type(outcome).__name__ + (f"({outcome.code})" if isinstance(outcome, ScopeError) else "")
