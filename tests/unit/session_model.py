@@ -80,20 +80,19 @@ class Model:
         """Check the outcome of one send and record what it changed."""
         self.log.append(f"send {message_id} ({len(text)} B): {_short(outcome)}")
         taken = self.accepted.get(message_id)
-        if mismatch:  # an ended session may say so first (a closed workflow, live)
-            refused = isinstance(outcome, InvalidSignal) and outcome.code == SESSION_MISMATCH
-            assert refused or (self.end_returned and isinstance(outcome, SessionEnded)), (
+        if self.end_returned and isinstance(outcome, SessionEnded):
+            pass  # an ended session may say so before anything else (live: a closed workflow)
+        elif mismatch:
+            assert isinstance(outcome, InvalidSignal) and outcome.code == SESSION_MISMATCH, (
                 f"a handle holding another context must be refused, got {outcome!r}"
             )
         elif taken is not None and taken != text:
             assert isinstance(outcome, SignalConflict), (
                 f"id {message_id} taken with other content: want SignalConflict, got {outcome!r}"
             )
-        elif taken is not None:  # an ended session may say so (a closed workflow, live)
-            assert (
-                isinstance(outcome, StaleMessage)
-                or (isinstance(outcome, SendReceipt) and outcome.duplicate)
-                or (self.end_returned and isinstance(outcome, SessionEnded))
+        elif taken is not None:
+            assert isinstance(outcome, StaleMessage) or (
+                isinstance(outcome, SendReceipt) and outcome.duplicate
             ), f"the same message again must be a duplicate or stale, got {outcome!r}"
         elif self.end_returned:
             assert isinstance(outcome, SessionEnded), (

@@ -246,7 +246,7 @@ class SessionModel(RuleBasedStateMachine):
     @precondition(lambda self: self.ready)
     @rule(
         kind=st.sampled_from(["new", "new", "new", "same", "other"]),
-        size=st.sampled_from([0, 0, 1, 2, 3, 4, 4]),
+        size=st.sampled_from([0, 0, 1, 2, 3, 3, 4, 4]),
         index=st.integers(0, 50),
         handle=st.sampled_from(["main", "main", "main", "same identity", "other identity"]),
         burst=st.sampled_from([1, 1, 1, 3]),
