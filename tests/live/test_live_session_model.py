@@ -35,7 +35,7 @@ CLIENT: list[ScopeClient] = []
 class LiveHost:
     """A session on the dev server (SessionHandle, TurnHandle)."""
 
-    poll = 0.05
+    poll = 0.2  # each poll is a query; an ended session's is answered by a replay
     bound = 30.0
 
     def __init__(self, client: ScopeClient, session_id: str, *, every: int) -> None:
@@ -111,6 +111,7 @@ class LiveSessionModel(SessionModel):
 
     limits: ClassVar[tuple[int, ...]] = (LIMIT,)
     instructions: ClassVar[tuple[str, ...]] = ("Be brief.",)
+    max_subscribers: ClassVar[int] = 2
 
     def open_loop(self) -> None:
         self.loop = LOOP[0]

@@ -94,6 +94,7 @@ class SessionModel(RuleBasedStateMachine):
     instructions: ClassVar[tuple[str, ...]] = ("Be brief.", "I" * 3_000)
     everies: ClassVar[tuple[int, ...]] = (1, 2, 100)
     known_open: ClassVar[bool] = True
+    max_subscribers: ClassVar[int] = 4
 
     def __init__(self) -> None:
         super().__init__()
@@ -390,7 +391,11 @@ class SessionModel(RuleBasedStateMachine):
             into.append(event)
 
     @precondition(
-        lambda self: self.ready and bool(self.model.accepted) and len(self.subscribers) < 4
+        lambda self: (
+            self.ready
+            and bool(self.model.accepted)
+            and len(self.subscribers) < self.max_subscribers
+        )
     )
     @rule(index=st.integers(0, 200))
     @guarded
