@@ -139,6 +139,12 @@ class Model:
                 )
             else:
                 assert n <= 1, f"accepted message {message_id} is in the transcript {n} times"
+        for record in snap.turns:  # a notice never opens a turn; a message opens one once
+            assert set(record.message_ids) <= set(self.accepted), (
+                f"turn {record.turn} opened with {record.message_ids}, not all accepted"
+            )
+        notices = [t for t in texts if "task_notification" in t]
+        assert len(notices) == len(set(notices)), f"a task's notice is in it twice: {notices}"
         for record, after in zip(snap.turns, snap.turns[1:], strict=False):
             missed = [i for i in after.message_ids if self.steered_into.get(i) == record.turn]
             assert record.status != "completed" or not missed, (

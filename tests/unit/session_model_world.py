@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from pydantic import BaseModel
+
 from scope_temporal import (
     ApprovalPolicy,
     Definition,
@@ -23,7 +25,11 @@ from scope_temporal import (
     Message,
     ModelRequest,
     Response,
+    RunHandle,
+    RunProgress,
     ScriptedModel,
+    TaskRun,
+    background_tool,
     reply,
     tool,
 )
@@ -33,10 +39,11 @@ from scope_temporal.models import ModelRejected
 from scope_temporal.outputs import Output
 from scope_temporal.testing import LocalRunner
 
-Outcome = Literal["text", "lookup", "restart", "both", "reject", "unknown"]
+Outcome = Literal["text", "lookup", "restart", "both", "task", "reject", "unknown"]
 """How a waiting model call ends: a text reply, a call of the read tool, a call of the
 covered tool, both in one batch (the read tool's result settles while the covered call
-waits for its approval), a definite failure (a provider's 400), or an unknown outcome (the call
+waits for its approval), a background task launched (it runs until a rule lets it end,
+then tells the session), a definite failure (a provider's 400), or an unknown outcome (the call
 raised: only the host can settle it)."""
 
 
@@ -57,6 +64,8 @@ class World:
     covered_runs: list[str] = field(default_factory=list)
     """The covered tool's bodies that ran, by ticket."""
     tickets: int = 0
+    gates: list[asyncio.Event] = field(default_factory=list)
+    """One per background task launched, in order: set, the task ends."""
 
     async def model(self, request: ModelRequest) -> Response:
         self.requests.append(request)
@@ -86,6 +95,8 @@ class World:
             if outcome == "both":
                 calls.insert(0, ("lookup", {"size": size}))
             result = reply.tool_calls(*calls)
+        elif outcome == "task":
+            result = reply.tool_calls(("report", {"run_in_background": True}))
         elif outcome == "reject":
             result = ModelRejected("400: bad request", status=400)
         else:
@@ -94,8 +105,15 @@ class World:
             call.answer.set_result(result)
         return ticket
 
+    def notify(self) -> None:
+        """Let the oldest background task still running end (it tells its session)."""
+        gate = next(g for g in self.gates if not g.is_set())
+        gate.set()
+
     def release(self) -> None:
-        """Answer every waiting call with text (at the end of an example)."""
+        """Answer every waiting call with text, end every task (at the end of an example)."""
+        for gate in self.gates:
+            gate.set()
         for call in self.waiting:
             if not call.answer.done():
                 call.answer.set_result(reply.text("bye"))
@@ -124,7 +142,26 @@ def restart(ticket: str) -> str:
     return f"{ticket} restarted"
 
 
-TOOLS = [lookup, restart]
+class ReportArgs(BaseModel):
+    pass
+
+
+@background_tool(foreground_timeout=0.05)
+class Report:
+    """Write a report in the background (it ends when a rule lets it)."""
+
+    async def start(self, task_id: str, arguments: ReportArgs, attempt: int) -> RunHandle:
+        gate = asyncio.Event()
+        CURRENT[0].gates.append(gate)
+
+        async def work(progress: RunProgress) -> Any:
+            await gate.wait()
+            return {"report": "ready"}
+
+        return TaskRun(work)
+
+
+TOOLS = [lookup, restart, Report]
 
 
 def definition(instructions: str) -> Definition:

@@ -308,7 +308,7 @@ class SessionModel(RuleBasedStateMachine):
     )
     @rule(
         outcome=st.sampled_from(
-            ["text", "text", "lookup", "restart", "both", "both", "reject", "unknown"]
+            ["text", "text", "lookup", "restart", "both", "both", "task", "reject", "unknown"]
         ),
         big=st.booleans(),
         answer=st.sampled_from(["approve", "approve", "remember", "deny", "off-schema"]),
@@ -383,6 +383,16 @@ class SessionModel(RuleBasedStateMachine):
             await self.settle()
 
         self.run(go())
+
+    @precondition(lambda self: self.ready and any(not g.is_set() for g in self.world.gates))
+    @rule()
+    @guarded
+    def a_task_notifies(self) -> None:
+        """A background task a turn launched ends: it tells the session (the running turn
+        takes it as a steer, or the next turn before its first model call)."""
+        self.model.log.append("a background task ends")
+        self.run(self.on_loop(self.world.notify))
+        self.run(self.settle())
 
     # --- subscribers -------------------------------------------------------------------
 
