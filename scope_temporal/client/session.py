@@ -67,6 +67,10 @@ NEXT_TURN_POLLS = (0.05, 0.1, 0.2, 0.4)
 NEXT_TURN_POLL_MAX = 0.5
 
 
+class _Closed(Exception):
+    """The session id holds a closed workflow: the session has ended (or failed)."""
+
+
 class SessionOwner(Protocol):
     """What a session handle sends through (`ScopeClient` is one)."""
 
@@ -179,12 +183,13 @@ class SessionHandle:
             start_digest=session_start_digest(self._start.context, self._start.approved_tools),
         )
         self.scope.check_sendable(payload, "The message", errors.InvalidSignal)
-        receipt = await self._with_start(names.SESSION_SEND, payload, SendReceipt)
-        if receipt is None:
+        try:
+            receipt = await self._with_start(names.SESSION_SEND, payload, SendReceipt)
+        except _Closed:
             raise errors.SessionEnded(
                 f"Session {self.id!r} has ended; it takes no more messages and nothing was "
                 "sent. Start a new session (a new id); its transcript stays readable."
-            )
+            ) from None
         self.last_receipt = receipt
         return self.turn(receipt.turn)
 
@@ -202,15 +207,13 @@ class SessionHandle:
             static_summary=f"session {definition}",
         )
 
-    async def _with_start(
-        self, update: str, payload: BaseModel, result_type: type[_R]
-    ) -> _R | None:
+    async def _with_start(self, update: str, payload: BaseModel, result_type: type[_R]) -> _R:
         """Update-with-start (`send`, `end`), again if it met the session between two runs
         (continuing as new), or in a busy task: the message id makes a repeat of a send
-        safe, and an end is idempotent. None when the id holds a closed session (it
-        ended): the update was not delivered.
+        safe, and an end is idempotent.
 
         Raises:
+            _Closed: the id holds a closed session (it ended): nothing was delivered.
             ScopeError: the typed refusal of the update, or the server unreachable.
         """
         assert self._start is not None  # checked by the callers
@@ -233,7 +236,7 @@ class SessionHandle:
                 with contextlib.suppress(WorkflowAlreadyStartedError):  # its copy: read, so
                     await operation.workflow_handle()  # asyncio never logs it as unretrieved
                 if attempt == _DELIVERY_ATTEMPTS or not await self._running():
-                    return None
+                    raise _Closed() from None
             except RPCError as error:
                 raise ScopeError(
                     f"Session {self.id!r} could not be reached: {error.message}. Nothing "
@@ -259,7 +262,9 @@ class SessionHandle:
 
     async def end(self, reason: str = "ended by the host") -> None:
         """End the session: a running turn is cancelled, then it takes no more messages.
-        Ending an ended session does nothing.
+        Returns once the session has ended (its snapshot says `ended`), or, should its
+        turn's cancellation take longer, after about 10 s with the end taken. Ending an
+        ended session does nothing.
 
         `end` wins: once it returns, every `send` on this id is refused with
         `SessionEnded`. Before any message (no session runs on this id yet) it starts
@@ -271,22 +276,29 @@ class SessionHandle:
             InteractionNotFound: no session has this id and this handle cannot start one
                 (it came from `get_session`).
         """
+        payload = SessionEndInput(reason=reason)
         if self._start is not None:
-            await self._with_start(names.SESSION_END, SessionEndInput(reason=reason), type(None))
-            return
-        try:
-            await execute_update(
-                self._workflow(), names.SESSION_END, SessionEndInput(reason=reason)
-            )
-        except WorkflowUpdateFailedError as error:
-            raise typed_refusal(error) from error
-        except RPCError as error:
-            if error.status != RPCStatusCode.NOT_FOUND:
-                raise
             try:
-                await self._workflow().describe()
-            except RPCError:
-                raise errors.InteractionNotFound(f"No session {self.id!r}.") from error
+                await self._with_start(names.SESSION_END, payload, type(None))
+            except _Closed:  # it had ended (or failed) already
+                return
+        else:
+            try:
+                await execute_update(self._workflow(), names.SESSION_END, payload)
+            except WorkflowUpdateFailedError as error:
+                raise typed_refusal(error) from error
+            except RPCError as error:
+                if error.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                try:
+                    await self._workflow().describe()
+                except RPCError:
+                    raise errors.InteractionNotFound(f"No session {self.id!r}.") from error
+                return  # a closed session: it had ended (or failed) already
+        for _ in range(_CATCH_UP_POLLS):  # its running turn is being cancelled
+            if (await self._query_snapshot()).status in ("ended", "failed"):
+                return
+            await asyncio.sleep(_CATCH_UP_SECONDS)
 
     def events(
         self, after: SessionPosition | tuple[int, int] | None = None

@@ -67,6 +67,9 @@ from scope_temporal.payloads import (
     SteerTaken,
 )
 
+KEPT_REFUSALS = 100
+"""Steers the running turn refused, kept (the latest) for repeats of their sends."""
+
 
 class SessionDriver:
     """Drives one run of one session.
@@ -101,6 +104,7 @@ class SessionDriver:
         self._begun_turns: set[str] = set()  # turn tasks whose coroutine ran
         self._asking: set[str] = set()  # steers passed with reply_to, not answered yet
         self._answers: dict[str, SteerTaken] = {}  # the running turn's answers, by id
+        self._refused: dict[str, ScopeError] = {}  # the latest steers withdrawn, by id
         self._turns_at_start = machine.turns
 
     # --- the run ---------------------------------------------------------------------
@@ -344,13 +348,35 @@ class SessionDriver:
         answer = self._answers.pop(message_id, None)
         if answer is not None and answer.code is not None and machine.refuse_steer(message_id):
             self._touch()
-            raise errors.refusal(
+            refusal = errors.refusal(
                 answer.code,
                 f"Turn {receipt.turn} of session {machine.session_id!r} refused the message: "
                 f"{answer.message} Nothing changed: the session did not take it.",
             )
+            self._refused[message_id] = refusal  # for a repeat of this send waiting too
+            for old in list(self._refused)[:-KEPT_REFUSALS]:
+                del self._refused[old]
+            raise refusal
         # taken; or its turn ended first and passed it on to the turn its receipt names
         return machine.receipt_of(message_id) or receipt
+
+    async def duplicate(self, receipt: SendReceipt) -> SendReceipt:
+        """The outcome of a repeated send (`validate_send` gave its receipt): a repeat
+        of a steer still waiting for its turn's answer waits for it too (rule 1a), so
+        it never returns `steered` for a steer the turn refuses.
+
+        Raises:
+            ScopeError: the turn's refusal of that steer.
+        """
+        message_id = receipt.message_id
+        if message_id not in self._asking:
+            return receipt
+        await self._transport.wait_until(lambda: message_id not in self._asking)
+        refusal = self._refused.get(message_id)
+        if refusal is not None:
+            raise refusal
+        taken = self.machine.receipt_of(message_id)
+        return taken.model_copy(update={"duplicate": True}) if taken is not None else receipt
 
     def steer_taken(self, input: SteerTaken) -> None:
         """The running turn's answer to a steer passed with `reply_to` (rule 1a); an
@@ -392,4 +418,4 @@ class SessionDriver:
         return context_page(self.machine.transcript, query)
 
 
-__all__ = ["SessionDriver"]
+__all__ = ["KEPT_REFUSALS", "SessionDriver"]

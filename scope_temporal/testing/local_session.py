@@ -182,6 +182,8 @@ class LocalSession:
         if receipt is None:
             self._driver.check_room(input)
             receipt = await self._driver.send(input)
+        else:
+            receipt = await self._driver.duplicate(receipt)
         self.last_receipt = receipt
         return self.turn(receipt.turn)
 

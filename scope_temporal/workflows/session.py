@@ -75,7 +75,7 @@ class SessionWorkflow(CommandsInTask):
             input = inputs.decode(raw, SessionSend, "session send")
             duplicate = self._driver.validate_send(input)
             if duplicate is not None:
-                return duplicate
+                return await self._driver.duplicate(duplicate)
             return await self._driver.send(input)
         except ScopeError as error:
             raise update_rejection(error) from None

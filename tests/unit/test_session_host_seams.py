@@ -130,6 +130,16 @@ async def test_seam_04_a_steer_the_turn_waiting_on_an_approval_would_refuse_is_r
     with pytest.raises(InvalidSignal) as refused:
         await asyncio.wait_for(session.send("y" * 3_000, message_id="m2"), WAIT)
     assert refused.value.code == PAYLOAD_TOO_LARGE and "refused the message" in str(refused.value)
+    # a repeat of the send while the turn has not answered waits for the same answer
+    both = await asyncio.wait_for(
+        asyncio.gather(
+            session.send("y" * 3_000, message_id="m2"),
+            session.send("y" * 3_000, message_id="m2"),
+            return_exceptions=True,
+        ),
+        WAIT,
+    )
+    assert [getattr(e, "code", e) for e in both] == [PAYLOAD_TOO_LARGE] * 2
     assert session.last_receipt is not None and session.last_receipt.disposition == "started"
     assert await session.snapshot() == before  # nothing changed: not queued, not seen
     assert turn.snapshot().rejected_signals == []  # the send's refusal says it all
@@ -141,3 +151,6 @@ async def test_seam_04_a_steer_the_turn_waiting_on_an_approval_would_refuse_is_r
     snap = await session.idle()
     assert [t.status for t in snap.turns] == ["completed"]
     assert (snap.queued, snap.unanswered) == ((), ())
+    # continued as new after the turn (every=1), the session goes on from its transcript
+    nxt = await asyncio.wait_for(session.send("next", message_id="m3"), WAIT)
+    assert (await nxt.result(timeout=WAIT)).text == "3 user messages"

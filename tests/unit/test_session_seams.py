@@ -14,6 +14,7 @@ from scope_temporal import errors
 from scope_temporal.chat import Message, Response
 from scope_temporal.context_refs import BaseRef, prefix_digest
 from scope_temporal.definition import Definition
+from scope_temporal.driver.interaction import InteractionDriver
 from scope_temporal.errors import InvalidSignal, SessionEnded
 from scope_temporal.interaction import rules
 from scope_temporal.interaction.session import SessionMachine
@@ -353,3 +354,52 @@ async def test_seam_02_a_send_racing_the_first_end_is_refused_or_cancelled(end_f
         assert [t.status for t in snap.turns] == ["canceled"]
     with pytest.raises(SessionEnded):
         await session.send("still there?", message_id="m2")
+
+
+def test_seam_04_a_steer_its_turn_refused_is_withdrawn_and_its_id_free() -> None:
+    def done(turn: int) -> Output:
+        said = Message.user("hi" if turn == 1 else "again")
+        return Output(
+            source="model_response",
+            model_response=Response(message=Message.assistant("ok"), finish_reason="stop"),
+            model_calls=1,
+            transcript=TurnTranscript(messages=(said, Message.assistant("ok"))),
+        )
+
+    m = SessionMachine.start("s1", "talk")
+    m.send("m1", [Message.user("hi")])
+    m.next_effects()
+    m.send("m2", [Message.user("also")])
+    m.next_effects()  # passed to turn 1, which refuses it
+    assert m.steering("m2") and m.refuse_steer("m2")
+    assert not m.steering("m2") and m.check_send("m2", [Message.user("other")]) is None
+    m.turn_ended(1, done(1), None)
+    assert (m.phase, m.snapshot().queued, m.snapshot().unanswered) == ("idle", (), ())
+    # a turn that ended before it answered passed the steer on: nothing to withdraw
+    m.send("m3", [Message.user("again")])
+    m.next_effects()
+    m.send("m4", [Message.user("and this")])
+    m.next_effects()
+    m.turn_ended(2, done(2), None)
+    assert not m.steering("m4") and not m.refuse_steer("m4")
+    receipt = m.receipt_of("m4")
+    assert receipt is not None and (receipt.turn, receipt.disposition) == (3, "started")
+
+
+async def test_seam_02_a_steer_waiting_for_its_turns_answer_returns_when_end_cancels_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a turn that never answers (as one on a worker from before answers): `end` still wins
+    monkeypatch.setattr(InteractionDriver, "steer_signal", lambda self, input: None)
+    r = runner()
+    session = r.session("talk", id="s1")
+    await session.send("something slow", message_id="m1")
+    await GATE[1].wait()
+    steer = asyncio.ensure_future(session.send("mention cats", message_id="m2"))
+    await asyncio.sleep(0.05)
+    assert not steer.done()  # it waits for the turn's answer
+    await asyncio.wait_for(session.end(), WAIT)
+    turn = await asyncio.wait_for(steer, WAIT)
+    assert turn.id == "s1/turn/1" and session.last_receipt is not None
+    snap = await session.snapshot()
+    assert (snap.status, snap.turns[0].status, snap.unanswered) == ("ended", "canceled", ("m2",))
