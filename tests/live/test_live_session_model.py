@@ -14,6 +14,7 @@ from typing import Any, ClassVar, TypeVar
 
 import pytest
 from hypothesis import Phase, settings
+from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 from temporalio.testing import WorkflowEnvironment
 
@@ -24,7 +25,7 @@ from scope_temporal.interaction.snapshot import PendingToolInput, UnknownEffect
 from scope_temporal.outputs import Output
 from tests.live.harness import fresh_id, serving
 from tests.unit.session_model_world import TOOLS, Host, World, definition, scripted
-from tests.unit.test_session_model import EXAMPLES, SETTINGS, SessionModel
+from tests.unit.test_session_model import EXAMPLES, FIRST, FOUND, SETTINGS, SessionModel
 
 T = TypeVar("T")
 LIMIT = 14_000
@@ -152,7 +153,15 @@ async def drive(env: WorkflowEnvironment, examples: int, steps: int) -> None:
         chosen = settings(
             SETTINGS, max_examples=examples, stateful_step_count=steps, phases=[Phase.generate]
         )
-        await asyncio.to_thread(run_state_machine_as_test, LiveSessionModel, settings=chosen)
+        FOUND.clear()
+        FIRST.clear()
+        try:
+            await asyncio.to_thread(run_state_machine_as_test, LiveSessionModel, settings=chosen)
+        except Flaky as flaky:  # a live replay need not repeat a failure: report the first
+            error, log = FIRST[0] if FIRST else (None, [])
+            raise AssertionError(
+                f"first failure, at example {FOUND[:1]}: {error!r}\n" + "\n".join(log)
+            ) from flaky
 
 
 async def test_live_sessions_keep_their_promises_whatever_a_host_does(

@@ -65,6 +65,7 @@ test_known_open_steers_then_a_tool_batch_over_the_limit shows it. Remove both wi
 fix."""
 EXAMPLES = [0]  # machines made so far (one per example)
 FOUND: list[int] = []  # the example at which the first failure was seen (hunting)
+FIRST: list[tuple[BaseException | None, list[str]]] = []  # that failure, and what was done
 
 
 class Hung(AssertionError):
@@ -82,6 +83,7 @@ def guarded(step: Callable[..., None]) -> Callable[..., None]:
             self.broken = True
             if not FOUND:
                 FOUND.append(EXAMPLES[0])
+                FIRST.append((sys.exc_info()[1], list(self.model.log) if self.ready else []))
             raise
 
     return run
