@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import AsyncIterator, Coroutine
+from contextlib import AsyncExitStack
 from typing import Any, ClassVar, TypeVar
 
 import pytest
@@ -30,17 +31,30 @@ from tests.unit.test_session_model import EXAMPLES, FIRST, FOUND, SETTINGS, Sess
 T = TypeVar("T")
 LIMIT = 14_000
 LOOP: list[asyncio.AbstractEventLoop] = []
-CLIENT: list[ScopeClient] = []
+ENV: list[WorkflowEnvironment] = []
 
 
 class LiveHost:
-    """A session on the dev server (SessionHandle, TurnHandle)."""
+    """A session on the dev server (SessionHandle, TurnHandle), on a worker of its own
+    (`open`: each example starts from a fresh worker and task queue)."""
 
     poll = 0.2  # each poll is a query; an ended session's is answered by a replay
     bound = 30.0
 
-    def __init__(self, client: ScopeClient, session_id: str, *, every: int) -> None:
-        self.client, self.id, self.every = client, session_id, every
+    def __init__(self, env: WorkflowEnvironment, session_id: str, *, every: int) -> None:
+        self.env, self.id, self.every = env, session_id, every
+        self.stack = AsyncExitStack()
+
+    async def open(self) -> None:
+        self.client: ScopeClient = await self.stack.enter_async_context(
+            serving(
+                self.env,
+                [definition("Be brief.")],
+                tools=TOOLS,
+                models={"default": scripted()},
+                payload_limit_bytes=LIMIT,
+            )
+        )
 
     def handle(self, context: dict[str, Any] | None) -> Any:
         return self.client.session(
@@ -104,7 +118,7 @@ class LiveHost:
         return iterator
 
     async def close(self) -> None:
-        return None
+        await self.stack.aclose()
 
 
 class LiveSessionModel(SessionModel):
@@ -136,32 +150,27 @@ class LiveSessionModel(SessionModel):
         return self.run(start())
 
     def make_host(self, world: World, every: int) -> Host:
-        return LiveHost(CLIENT[0], fresh_id(f"model-{EXAMPLES[0]}"), every=every)
+        host = LiveHost(ENV[0], fresh_id(f"model-{EXAMPLES[0]}"), every=every)
+        self.run(host.open())
+        return host
 
 
 async def drive(env: WorkflowEnvironment, examples: int, steps: int) -> None:
     LOOP[:] = [asyncio.get_running_loop()]
-    async with serving(
-        env,
-        [definition("Be brief.")],
-        tools=TOOLS,
-        models={"default": scripted()},
-        payload_limit_bytes=LIMIT,
-    ) as client:
-        CLIENT[:] = [client]
-        # no shrinking: a live failure is reported as found (a replay may not repeat it)
-        chosen = settings(
-            SETTINGS, max_examples=examples, stateful_step_count=steps, phases=[Phase.generate]
-        )
-        FOUND.clear()
-        FIRST.clear()
-        try:
-            await asyncio.to_thread(run_state_machine_as_test, LiveSessionModel, settings=chosen)
-        except Flaky as flaky:  # a live replay need not repeat a failure: report the first
-            error, log = FIRST[0] if FIRST else (None, [])
-            raise AssertionError(
-                f"first failure, at example {FOUND[:1]}: {error!r}\n" + "\n".join(log)
-            ) from flaky
+    ENV[:] = [env]
+    # no shrinking: a live failure is reported as found (a replay may not repeat it)
+    chosen = settings(
+        SETTINGS, max_examples=examples, stateful_step_count=steps, phases=[Phase.generate]
+    )
+    FOUND.clear()
+    FIRST.clear()
+    try:
+        await asyncio.to_thread(run_state_machine_as_test, LiveSessionModel, settings=chosen)
+    except Flaky as flaky:  # a live replay need not repeat a failure: report the first
+        error, log = FIRST[0] if FIRST else (None, [])
+        raise AssertionError(
+            f"first failure, at example {FOUND[:1]}: {error!r}\n" + "\n".join(log)
+        ) from flaky
 
 
 async def test_live_sessions_keep_their_promises_whatever_a_host_does(
