@@ -127,6 +127,7 @@ class LiveSessionModel(SessionModel):
     limits: ClassVar[tuple[int, ...]] = (LIMIT,)
     instructions: ClassVar[tuple[str, ...]] = ("Be brief.",)
     max_subscribers: ClassVar[int] = 2
+    gated: ClassVar[bool] = False
 
     def open_loop(self) -> None:
         self.loop = LOOP[0]

@@ -97,6 +97,10 @@ class SessionModel(RuleBasedStateMachine):
     everies: ClassVar[tuple[int, ...]] = (1, 2, 100)
     known_open: ClassVar[bool] = True
     max_subscribers: ClassVar[int] = 4
+    gated: ClassVar[bool] = True
+    """Rules are enabled by the state they need; False (live): every rule is always
+    enabled and does nothing without it, so that what hypothesis draws never depends on
+    timing (it requires the same draws to lead to the same rules)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -219,6 +223,9 @@ class SessionModel(RuleBasedStateMachine):
         self.ready = True
         self.run(self.settle())
 
+    def enabled(self, condition: object) -> bool:
+        return self.ready and (not self.gated or bool(condition))
+
     def sizes(self) -> list[int]:
         room = self.world.limit - len(self.world.instructions)
         return [40, self.world.limit // 4, int(self.world.limit * 0.45), room - 1_000, room - 300]
@@ -275,13 +282,13 @@ class SessionModel(RuleBasedStateMachine):
 
         self.run(go())
 
-    @precondition(lambda self: self.ready and not self.model.end_returned)
+    @precondition(lambda self: self.enabled(not self.model.end_returned))
     @rule(racing_send=st.booleans(), now=st.sampled_from([True, False, False]))
     @guarded
     def end(self, racing_send: bool, now: bool) -> None:
         """End the session (alone, or racing a send); `now` False: the host waits (a no-op
         step, so that most examples run on before their session ends)."""
-        if not now:
+        if not now or self.model.end_returned:
             return
         self.model.end_asked = True
 
@@ -305,9 +312,7 @@ class SessionModel(RuleBasedStateMachine):
 
     # --- the model, approvals, unknowns --------------------------------------------------
 
-    @precondition(
-        lambda self: self.ready and bool(self.world.waiting or self.pending or self.unknown)
-    )
+    @precondition(lambda self: self.enabled(self.world.waiting or self.pending or self.unknown))
     @rule(
         outcome=st.sampled_from(
             ["text", "text", "lookup", "restart", "both", "both", "task", "reject", "unknown"]
@@ -319,6 +324,8 @@ class SessionModel(RuleBasedStateMachine):
     def the_world_moves(self, outcome: Outcome, big: bool, answer: str) -> None:
         """What the host waits on moves: the model call waiting answers as `outcome`, or
         the approval wait is answered with `answer`, or the unknown call is resolved."""
+        if not (self.world.waiting or self.pending or self.unknown):
+            return
         if self.world.waiting:
             self.model_answers(outcome, big)
         elif self.pending:
@@ -371,11 +378,13 @@ class SessionModel(RuleBasedStateMachine):
             self.model.remembered = True
 
     @precondition(
-        lambda self: self.ready and self.running is not None and self.running.id not in self.timed
+        lambda self: self.enabled(self.running is not None and self.running.id not in self.timed)
     )
     @rule()
     @guarded
     def result_times_out(self) -> None:
+        if self.running is None or self.running.id in self.timed:
+            return
         self.timed.add(self.running.id)
 
         async def go() -> None:
@@ -386,12 +395,14 @@ class SessionModel(RuleBasedStateMachine):
 
         self.run(go())
 
-    @precondition(lambda self: self.ready and any(not g.is_set() for g in self.world.gates))
+    @precondition(lambda self: self.enabled(any(not g.is_set() for g in self.world.gates)))
     @rule()
     @guarded
     def a_task_notifies(self) -> None:
         """A background task a turn launched ends: it tells the session (the running turn
         takes it as a steer, or the next turn before its first model call)."""
+        if all(g.is_set() for g in self.world.gates):
+            return
         self.model.log.append("a background task ends")
         self.run(self.on_loop(self.world.notify))
         self.run(self.settle())
@@ -403,10 +414,8 @@ class SessionModel(RuleBasedStateMachine):
             into.append(event)
 
     @precondition(
-        lambda self: (
-            self.ready
-            and bool(self.model.accepted)
-            and len(self.subscribers) < self.max_subscribers
+        lambda self: self.enabled(
+            self.model.accepted and len(self.subscribers) < self.max_subscribers
         )
     )
     @rule(index=st.integers(0, 200))
@@ -414,6 +423,8 @@ class SessionModel(RuleBasedStateMachine):
     def subscribe(self, index: int) -> None:
         """The first subscriber follows from the start; later ones from a position the
         first one read (as a host stores it to resume)."""
+        if not self.model.accepted or len(self.subscribers) >= self.max_subscribers:
+            return
         position = None
         if self.subscribers:
             first = self.subscribers[0][1]
