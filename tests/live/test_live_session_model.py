@@ -177,10 +177,10 @@ async def drive(env: WorkflowEnvironment, examples: int, steps: int) -> None:
 async def test_live_sessions_keep_their_promises_whatever_a_host_does(
     temporal_env: WorkflowEnvironment,
 ) -> None:
-    await drive(temporal_env, examples=3, steps=8)
+    await drive(temporal_env, examples=4, steps=15)
 
 
 @pytest.mark.full
 @pytest.mark.timeout(1800)
 async def test_live_sessions_keep_their_promises_long(temporal_env: WorkflowEnvironment) -> None:
-    await drive(temporal_env, examples=20, steps=30)
+    await drive(temporal_env, examples=40, steps=50)
