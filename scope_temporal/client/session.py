@@ -362,6 +362,8 @@ class SessionHandle:
 
         Raises:
             InteractionNotFound: no session has this id.
+            ScopeError: no worker answered the query in time (`interaction.protocol.invalid`,
+                as `InteractionHandle.snapshot`), or the server is unreachable.
         """
         for _ in range(_CATCH_UP_POLLS):
             snap = await self._query_snapshot()
@@ -381,7 +383,11 @@ class SessionHandle:
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
                 raise errors.InteractionNotFound(f"No session {self.id!r}.") from error
-            raise
+            raise ScopeError(
+                f"Session {self.id!r} could not be queried: {error.message}. Is a worker "
+                "serving its task queue? Nothing changed; ask again.",
+                code=errors.PROTOCOL_INVALID,
+            ) from error
         for record in snap.turns:
             if record.status != "running":
                 self.saw_turn_end(record.turn)

@@ -12,12 +12,20 @@ import asyncio
 
 import pytest
 from pydantic import ValidationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from scope_temporal import ConfigurationError, ScopeClient
 from scope_temporal.approval import ApprovalPolicy
 from scope_temporal.chat import Response
+from scope_temporal.client.session import SessionHandle
 from scope_temporal.definition import Definition
-from scope_temporal.errors import CONFIGURATION_INVALID, PAYLOAD_TOO_LARGE, InvalidSignal
+from scope_temporal.errors import (
+    CONFIGURATION_INVALID,
+    PAYLOAD_TOO_LARGE,
+    PROTOCOL_INVALID,
+    InvalidSignal,
+    ScopeError,
+)
 from scope_temporal.models import ModelRequest, ScriptedModel, reply
 from scope_temporal.payloads import InteractionInput, SessionInput
 from scope_temporal.testing import LocalRunner
@@ -154,3 +162,22 @@ async def test_seam_04_a_steer_the_turn_waiting_on_an_approval_would_refuse_is_r
     # continued as new after the turn (every=1), the session goes on from its transcript
     nxt = await asyncio.wait_for(session.send("next", message_id="m3"), WAIT)
     assert (await nxt.result(timeout=WAIT)).text == "3 user messages"
+
+
+async def test_a_session_snapshot_no_worker_answered_in_time_is_a_typed_scope_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A query no worker answered (the server's or the client's timeout) reaches the host
+    as a `ScopeError` saying what to check, never as temporalio's own `RPCError`."""
+
+    class Unanswered:
+        async def query(self, *args: object, **kwargs: object) -> object:
+            raise RPCError("query timed out before a worker could process it",
+                           RPCStatusCode.DEADLINE_EXCEEDED, b"")  # fmt: skip
+
+    handle = SessionHandle(scope=None, id="chat-1")  # type: ignore[arg-type]
+    monkeypatch.setattr(handle, "_workflow", lambda: Unanswered())
+    with pytest.raises(ScopeError) as raised:
+        await handle.snapshot()
+    assert raised.value.code == PROTOCOL_INVALID
+    assert "could not be queried" in str(raised.value) and "Is a worker" in str(raised.value)
