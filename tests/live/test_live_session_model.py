@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from typing import Any, ClassVar, TypeVar
 
@@ -19,13 +19,20 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 from temporalio.testing import WorkflowEnvironment
 
-from scope_temporal import Event, Message, ScopeClient
+from scope_temporal import Message, ScopeClient
 from scope_temporal.errors import InteractionNotFound, ScopeError
 from scope_temporal.interaction.session_values import SendReceipt, SessionSnapshot
 from scope_temporal.interaction.snapshot import PendingToolInput, UnknownEffect
 from scope_temporal.outputs import Output
 from tests.live.harness import fresh_id, serving
-from tests.unit.session_model_world import TOOLS, Host, World, definition, scripted
+from tests.unit.session_model_world import (
+    TOOLS,
+    Host,
+    SameCalls,
+    World,
+    definition,
+    scripted,
+)
 from tests.unit.test_session_model import EXAMPLES, FIRST, FOUND, SETTINGS, SessionModel
 
 T = TypeVar("T")
@@ -34,7 +41,7 @@ LOOP: list[asyncio.AbstractEventLoop] = []
 ENV: list[WorkflowEnvironment] = []
 
 
-class LiveHost:
+class LiveHost(SameCalls):
     """A session on the dev server (SessionHandle, TurnHandle), on a worker of its own
     (`open`: each example starts from a fresh worker and task queue)."""
 
@@ -102,20 +109,6 @@ class LiveHost:
         except ScopeError:  # its workflow has not started yet
             return [], []
         return list(snap.pending_tool_inputs), list(snap.unknown_effects)
-
-    async def answer(self, turn: Any, pending: PendingToolInput, id: str, answer: Any) -> Any:
-        return await turn.answer(pending, id, answer)
-
-    async def retry(self, turn: Any, unknown: UnknownEffect) -> None:
-        await turn.retry_model_call(unknown)
-
-    def events(self, handle: Any, after: tuple[int, int] | None) -> AsyncIterator[Event]:
-        iterator: AsyncIterator[Event] = handle.events(after=after)
-        return iterator
-
-    def turn_events(self, turn: Any) -> AsyncIterator[Event]:
-        iterator: AsyncIterator[Event] = turn.events()
-        return iterator
 
     async def close(self) -> None:
         await self.stack.aclose()

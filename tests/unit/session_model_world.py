@@ -208,7 +208,25 @@ class Host(Protocol):
     async def close(self) -> None: ...
 
 
-class LocalHost:
+class SameCalls:
+    """The calls a host makes the same way in process and live (the handles agree)."""
+
+    async def answer(self, turn: Any, pending: PendingToolInput, id: str, answer: Any) -> Any:
+        return await turn.answer(pending, id, answer)
+
+    async def retry(self, turn: Any, unknown: UnknownEffect) -> None:
+        await turn.retry_model_call(unknown)
+
+    def events(self, handle: Any, after: tuple[int, int] | None) -> AsyncIterator[Event]:
+        iterator: AsyncIterator[Event] = handle.events(after=after)
+        return iterator
+
+    def turn_events(self, turn: Any) -> AsyncIterator[Event]:
+        iterator: AsyncIterator[Event] = turn.events()
+        return iterator
+
+
+class LocalHost(SameCalls):
     """A session on `LocalRunner` (LocalSession, LocalRun)."""
 
     poll = 0.001
@@ -254,20 +272,6 @@ class LocalHost:
     async def waits(self, turn: Any) -> tuple[list[PendingToolInput], list[UnknownEffect]]:
         snap = turn.snapshot()
         return list(snap.pending_tool_inputs), list(snap.unknown_effects)
-
-    async def answer(self, turn: Any, pending: PendingToolInput, id: str, answer: Any) -> Any:
-        return await turn.answer(pending, id, answer)
-
-    async def retry(self, turn: Any, unknown: UnknownEffect) -> None:
-        await turn.retry_model_call(unknown)
-
-    def events(self, handle: Any, after: tuple[int, int] | None) -> AsyncIterator[Event]:
-        iterator: AsyncIterator[Event] = handle.events(after=after)
-        return iterator
-
-    def turn_events(self, turn: Any) -> AsyncIterator[Event]:
-        iterator: AsyncIterator[Event] = turn.events()
-        return iterator
 
     async def close(self) -> None:
         await self.runner.aclose()
