@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TypeVar
 
@@ -226,32 +226,31 @@ class ScopeActivities:
         )
 
 
-def _text_events(events_to: str | None, process_id: str, seq: int) -> TextEvents | None:
-    """The streamed text's way into the tree's stream (None: the workflow has none)."""
-    if events_to is None:
-        return None
+_Sent = TypeVar("_Sent", TextEvent, ToolProgressEvent)
+
+
+def _publisher(events_to: str) -> Callable[[_Sent], Awaitable[None]]:
+    """Publish one event to the tree's stream hosted by the workflow `events_to`."""
     stream = WorkflowStreamClient.create(activity.client(), events_to)
     topic = stream.topic(names.EVENTS_TOPIC)
 
-    async def send(event: TextEvent) -> None:
-        topic.publish(event)
-        await stream.flush()
-
-    return TextEvents(send, process_id, seq)
-
-
-def _progress_events(events_to: str | None) -> SendProgress | None:
-    """An MCP call's progress events' way into the tree's stream (None: none)."""
-    if events_to is None:
-        return None
-    stream = WorkflowStreamClient.create(activity.client(), events_to)
-    topic = stream.topic(names.EVENTS_TOPIC)
-
-    async def send(event: ToolProgressEvent) -> None:
+    async def send(event: _Sent) -> None:
         topic.publish(event)
         await stream.flush()
 
     return send
+
+
+def _text_events(events_to: str | None, process_id: str, seq: int) -> TextEvents | None:
+    """The streamed text's way into the tree's stream (None: the workflow has none)."""
+    if events_to is None:
+        return None
+    return TextEvents(_publisher(events_to), process_id, seq)
+
+
+def _progress_events(events_to: str | None) -> SendProgress | None:
+    """An MCP call's progress events' way into the tree's stream (None: none)."""
+    return None if events_to is None else _publisher(events_to)
 
 
 _QUERY_ATTEMPTS = 8
