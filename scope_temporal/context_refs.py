@@ -89,12 +89,17 @@ class ContextChain:
     def __len__(self) -> int:
         return len(self._messages)
 
-    def sync(self, messages: Sequence[Message]) -> int:
-        """Make the chain hold `messages`; returns how many leading messages were kept."""
+    def common(self, messages: Sequence[Message]) -> int:
+        """How many leading messages of `messages` the chain holds already."""
         kept = 0
         limit = min(len(self._messages), len(messages))
         while kept < limit and messages[kept] is self._messages[kept]:
             kept += 1
+        return kept
+
+    def sync(self, messages: Sequence[Message]) -> int:
+        """Make the chain hold `messages`; returns how many leading messages were kept."""
+        kept = self.common(messages)
         self.truncate(kept)
         self.extend(messages[kept:])
         return kept

@@ -38,10 +38,17 @@ from scope_temporal.driver.transport import InteractionTransport
 from scope_temporal.driver.turn_room import next_call_bytes
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.attention import NEEDS_A_PERSON, AttentionReport
-from scope_temporal.interaction.effects import CallModel, StartDelegate, StartToolCall, WaitRetry
+from scope_temporal.interaction.effects import (
+    CallModel,
+    ModelEffectRequest,
+    StartDelegate,
+    StartToolCall,
+    WaitRetry,
+)
 from scope_temporal.interaction.machine import InteractionMachine
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
 from scope_temporal.outputs import Failure, Output
+from scope_temporal.payload_limits import size_of
 from scope_temporal.payloads import (
     ContextPage,
     ContextPageRequest,
@@ -113,6 +120,12 @@ class InteractionDriver:
         settings = self._settings
         return settings.payload_limit if settings is not None else self._provisional_limit
 
+    def _fits(self, request: ModelEffectRequest) -> bool:
+        """Whether `request`'s model call input fits the payload limit (the machine's
+        measure for the steers it applies; `ModelCaller.fits`)."""
+        payload = self._models.payload(self.machine, request, self._events_to)
+        return size_of(payload) <= self.limit or not self._transport.defers_steers()
+
     def begin(self, recorded: RunSettings) -> Failure | None:
         """Adopt the settings recorded for this run, and deliver the signals held until
         now; or the failure if the Definition changed since they were recorded."""
@@ -161,7 +174,7 @@ class InteractionDriver:
                 if (due or transport.continue_as_new_suggested()) and self._can_carry():
                     await transport.continue_as_new(self._carried())
             steers = machine.pending_steers
-            effects = machine.next_effects()
+            effects = machine.next_effects(self._fits)
             self._transport.publish(self._news.started(effects, steers))
             for effect in effects:
                 self._start(effect)

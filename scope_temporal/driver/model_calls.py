@@ -101,20 +101,12 @@ class ModelCaller:
             or the Interaction ended meanwhile).
         """
         request = effect.request
+        payload = self.payload(machine, request, events_to)
         seed = request.base.ref if request.base is not None else EMPTY_REF
         if seed != self._sent.seed:  # a turn's first call, or its base was replaced
             self._sent = ContextChain(seed)
-            self._context_sent = 0
-        kept = self._sent.sync(request.messages)
-        prefix = self._sent.ref(min(kept, self._context_sent))
+        self._sent.sync(request.messages)
         self._context_sent = len(request.messages)
-        payload = ModelActivityInput.of(
-            request,
-            prefix=prefix,
-            advertised=machine.advertised,
-            heartbeat=machine.definition.model_heartbeat_timeout,
-            events_to=events_to,
-        ).model_copy(update={"mcp_tools": listings_of(machine.definition)})
         # Only what is new crosses the engine; the whole conversation may outgrow a
         # payload (the model's own context window is its bound), a single new message may not.
         refused = oversized(
@@ -146,6 +138,22 @@ class ModelCaller:
         if machine.retry_reason is None:
             transport.record_outcome(request, result)
         return result
+
+    def payload(
+        self, machine: InteractionMachine, request: ModelEffectRequest, events_to: str
+    ) -> ModelActivityInput:
+        """The `scope.model` input for `request` after the calls made so far (changes
+        nothing): its messages since the previous call's, and a reference to the rest."""
+        seed = request.base.ref if request.base is not None else EMPTY_REF
+        same_seed = seed == self._sent.seed  # else a turn's first call, or a replaced base
+        kept = self._sent.common(request.messages) if same_seed else 0
+        return ModelActivityInput.of(
+            request,
+            prefix=self._sent.ref(min(kept, self._context_sent)) if same_seed else seed,
+            advertised=machine.advertised,
+            heartbeat=machine.definition.model_heartbeat_timeout,
+            events_to=events_to,
+        ).model_copy(update={"mcp_tools": listings_of(machine.definition)})
 
     async def wait(
         self, machine: InteractionMachine, effect: WaitRetry, transport: InteractionTransport

@@ -221,6 +221,11 @@ class InteractionTransport(ToolCallTransport, Protocol):
         """How big this run's history is (nothing, on an engine that keeps none)."""
         ...
 
+    def defers_steers(self) -> bool:
+        """Steers that would put a model call over the payload limit wait for a later
+        call; False only while replaying a history recorded before that rule."""
+        ...
+
     async def continue_as_new(self, input: InteractionInput) -> NoReturn:
         """End this run and continue in a new one from `input` (once handlers finished)."""
         ...

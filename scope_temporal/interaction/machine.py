@@ -12,7 +12,8 @@ lead; the phase is assigned here and nowhere else.
 The rules it keeps (what they guarantee: docs/guarantees.md; its table drawn:
 docs/machines/machine.md):
  1. Pending steers are applied, in arrival order, right before a model call, never during
-    one and never in the middle of a batch.
+    one and never in the middle of a batch; those that would put that call over the
+    payload limit wait for the turn's next call (`turns.py`).
  2. A model outcome is a response, a definite host failure, not called (provably), or
     unknown, held for the host (`resolve`: settle it, or send it again). Only what did
     not run is retried by the machine itself, unless the Definition opts in (`retries.py`).
@@ -177,11 +178,16 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
 
     # --- the driver's inputs ---------------------------------------------------------
 
-    def next_effects(self) -> list[Effect]:
-        """The effects to start now; each is returned exactly once."""
+    def next_effects(self, fits: turns.Fits | None = None) -> list[Effect]:
+        """The effects to start now; each is returned exactly once.
+
+        Args:
+            fits: whether a model request can cross the engine; steers that would put
+                the next call over it wait for a later call of the turn (rule 1).
+        """
         if self.done or self._state.paused:
             return []
-        return self._apply("next_effects", self._next_effects)
+        return self._apply("next_effects", lambda s: self._next_effects(s, fits))
 
     def on_model(self, outcome: ModelOutcome) -> None:
         """Settle the in-flight model Effect with what the model call reported."""
@@ -274,10 +280,10 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
 
     # --- the loop --------------------------------------------------------------------
 
-    def _next_effects(self, s: InteractionState) -> list[Effect]:
+    def _next_effects(self, s: InteractionState, fits: turns.Fits | None) -> list[Effect]:
         match s.phase:
             case "need_model":
-                request = turns.begin(self.definition, s)
+                request = turns.begin(self.definition, s, fits)
                 if isinstance(request, Failure):
                     self._fail(s, request.code, request.message)
                     return []

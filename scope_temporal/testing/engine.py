@@ -349,6 +349,9 @@ class LocalTransport:
     def continue_as_new_suggested(self) -> bool:
         return False  # no history grows here
 
+    def defers_steers(self) -> bool:
+        return True  # no history recorded before the rule replays here
+
     def history_usage(self) -> HistoryUsage:
         return NO_HISTORY
 

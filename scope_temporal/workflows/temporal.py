@@ -53,6 +53,9 @@ from scope_temporal.workflows.task_commands import command_issued
 
 R = TypeVar("R")
 
+STEERS_DEFERRED_PATCH = "scope.interaction.steers_wait_for_room"
+"""Recorded once a steer waited for a later model call (`TemporalTransport.defers_steers`)."""
+
 _ONCE = RetryPolicy(maximum_attempts=1)
 _RETRY_SAFE_MCP = RetryPolicy(
     maximum_attempts=MAX_SENDS,
@@ -238,6 +241,9 @@ class TemporalTransport:
 
     def handlers_finished(self) -> bool:
         return workflow.all_handlers_finished()
+
+    def defers_steers(self) -> bool:
+        return workflow.patched(STEERS_DEFERRED_PATCH)
 
     def history_usage(self) -> HistoryUsage:
         info = workflow.info()

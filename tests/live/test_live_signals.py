@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
     Definition,
+    InteractionFailed,
     InteractionHandle,
     InvalidSignal,
     Message,
@@ -34,7 +35,9 @@ from scope_temporal import (
 )
 from scope_temporal import names as tnames
 from scope_temporal.payloads import SteerInput
-from tests.live.harness import eventually, fresh_id, serving
+from scope_temporal.testing.replay import replay_history
+from scope_temporal.workflows.temporal import TemporalTransport
+from tests.live.harness import TOOL_CALL_MODE, eventually, fresh_id, in_mode, serving
 
 GATE_TIMEOUT = 10.0
 RESULT_TIMEOUT = 15.0
@@ -250,6 +253,83 @@ async def test_c35_steer_during_tool_batch_waits_for_the_whole_batch(
         ("call_2", "b:2"),
     ]
     assert second.messages[3].text == "Also check the logs"
+
+
+@tool(permission="read")
+def big_lookup(key: str) -> str:
+    """A 3,000-character result."""
+    return "r" * 3_000
+
+
+async def _steer_beside_a_big_result(
+    env: WorkflowEnvironment, name: str
+) -> tuple[str, ScriptedModel, Output | InteractionFailed]:
+    """Run `name`: a 3,000-character steer accepted while model call #1 runs (it fits the
+    next call as that stands), then a tool batch with a 3 KB result, limit 6,000 B.
+    Returns the root id, the model, and the Output or the failure."""
+    gate = Gate()
+    model = _gated_model(
+        gate, reply.tool_calls(("big_lookup", {"key": "k"})), reply.text("a"), reply.text("b")
+    )
+    root = fresh_id(name)
+    try:
+        async with serving(
+            env,
+            [Definition(name, tools=[big_lookup])],
+            tools=[big_lookup],
+            models={"default": model},
+            payload_limit_bytes=6_000,
+        ) as scope:
+            handle = await scope.start(name, [Message.user("go")], id=root)
+            await gate.reached()
+            assert await handle.steer("steer-room", "x" * 3_000) is True
+            gate.release.set()
+            try:
+                return root, model, await _result(handle)
+            except InteractionFailed as failed:
+                return root, model, failed
+    finally:
+        gate.release.set()
+
+
+async def test_c35_a_steer_the_call_after_a_tool_batch_has_no_room_for_waits_for_the_next(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """Accepted while model call #1 ran (it fitted the next call as it stood), the steer
+    has no room beside the batch's 3 KB result: call #2 goes without it, call #3 takes it
+    (before, the Interaction failed `interaction.payload.too_large`). The history records
+    the rule's patch marker, so histories from before it replay as they ran."""
+    root, model, out = await _steer_beside_a_big_result(temporal_env, "signals-c35-room")
+    assert isinstance(out, Output) and out.text == "b" and out.model_calls == 3
+    _, after_batch, for_the_steer = model.requests
+    assert _roles(after_batch) == ["user", "assistant", "tool"]
+    assert _roles(for_the_steer)[-2:] == ["assistant", "user"]
+    assert for_the_steer.messages[-1].text == "x" * 3_000
+    history = await temporal_env.client.get_workflow_handle(root).fetch_history()
+    markers = [
+        e.marker_recorded_event_attributes.SerializeToString()
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+    ]
+    assert any(b"scope.interaction.steers_wait_for_room" in marker for marker in markers)
+
+
+async def test_c42_a_history_from_before_steers_waited_for_room_replays_as_it_failed(
+    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker from before the rule (its transport never defers) sent the steer with the
+    batch's result and the Interaction failed too large; today's code replays that
+    history (no patch marker: the call goes as it did then)."""
+    monkeypatch.setattr(TemporalTransport, "defers_steers", lambda self: False)
+    name = "signals-c35-before"
+    root, _, out = await _steer_beside_a_big_result(temporal_env, name)
+    assert isinstance(out, InteractionFailed) and out.code == "interaction.payload.too_large"
+    monkeypatch.undo()
+    history = await temporal_env.client.get_workflow_handle(root).fetch_history()
+    definition = Definition(name, tools=[big_lookup])
+    served = in_mode(definition, mode) if (mode := TOOL_CALL_MODE[0]) else definition
+    result = await replay_history(history, [served])
+    assert result.replay_failure is None
 
 
 # --- 37 ------------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from functools import wraps
 from typing import Any, ClassVar, TypeVar
 
-import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
@@ -54,15 +53,6 @@ SETTINGS = settings(
     database=None,
     suppress_health_check=list(HealthCheck),
 )
-KNOWN_OPEN = "steers, then a tool batch, over the limit"
-"""An open defect the machine found (docs/guarantees.md, "The model-based test of
-sessions"): messages steered into a turn while its model call runs are checked against
-that turn's next call as it stands then (the steers and their framing); when the model
-then answers with tool calls, the next call carries the assistant's calls and their
-results too, and the turn fails `interaction.payload.too_large`. Until it is fixed, the
-world's model answers with text while steers wait for the next call (`known_open`);
-test_known_open_steers_then_a_tool_batch_over_the_limit shows it. Remove both with the
-fix."""
 EXAMPLES = [0]  # machines made so far (one per example)
 FOUND: list[int] = []  # the example at which the first failure was seen (hunting)
 FIRST: list[tuple[BaseException | None, list[str]]] = []  # that failure, and what was done
@@ -95,7 +85,6 @@ class SessionModel(RuleBasedStateMachine):
     limits: ClassVar[tuple[int, ...]] = (12_000, 14_000, 20_000)
     instructions: ClassVar[tuple[str, ...]] = ("Be brief.", "I" * 3_000)
     everies: ClassVar[tuple[int, ...]] = (1, 2, 100)
-    known_open: ClassVar[bool] = True
     max_subscribers: ClassVar[int] = 4
     gated: ClassVar[bool] = True
     """Rules are enabled by the state they need; False (live): every rule is always
@@ -337,8 +326,6 @@ class SessionModel(RuleBasedStateMachine):
         self.run(self.settle())
 
     def model_answers(self, outcome: Outcome, big: bool) -> None:
-        if self.known_open and outcome in ("lookup", "restart", "both") and self.steers_waiting():
-            outcome = "text"  # KNOWN_OPEN: the call after the batch would carry them too
         # a batch of both: the read tool's result settles while the approval waits
         size = self.world.limit // 4 if big or outcome == "both" else 20
         ticket = self.run(self.on_loop(lambda: self.world.answer(outcome, size)))
@@ -347,15 +334,6 @@ class SessionModel(RuleBasedStateMachine):
             self.remembered_at[ticket] = self.model.remembered
         if outcome == "reject":
             self.model.rejects += 1
-
-    def steers_waiting(self) -> bool:
-        """Messages steered into the running turn that its waiting model call did not send."""
-        sent = {m.text for m in self.world.waiting[0].request.messages}
-        return any(
-            self.model.accepted[i] not in sent
-            for i, turn in self.model.steered_into.items()
-            if self.running is not None and self.running.id.endswith(f"/turn/{turn}")
-        )
 
     async def answer_approval(self, answer: str) -> None:
         turn, wait = self.running, self.pending[0]
@@ -506,23 +484,22 @@ def test_sessions_keep_their_promises_whatever_a_host_does() -> None:
     run_state_machine_as_test(SessionModel, settings=SETTINGS)
 
 
-class WithTheOpenDefect(SessionModel):
-    known_open = False
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"known open: {KNOWN_OPEN}")
-def test_known_open_steers_then_a_tool_batch_over_the_limit() -> None:
+def test_seam_16_steers_taken_during_a_model_call_wait_for_room_after_its_tool_batch() -> None:
     """Limit 12,000 B: a turn's model call waits; two 40 B messages and a 10,991 B one
     steer it (they fit the next call as it stands); the model calls the read tool (a 20 B
-    result): the call after the batch needs more than 12,000 B, and the turn fails
-    `interaction.payload.too_large`."""
-    machine = WithTheOpenDefect()
+    result): the call after the batch takes the steers that fit, the large one waits for
+    the call after that, and the turn completes with every message in the transcript once
+    (found by this model; before the fix the turn failed `interaction.payload.too_large`)."""
+    machine = SessionModel()
     try:
         machine.start(limit=0, instructions=0, every=2)
         for size in (0, 0, 0, 3):
             machine.send_message(kind="new", size=size, index=0, handle="main", burst=1)
         machine.the_world_moves(outcome="lookup", big=False, answer="approve")
         machine.holds()
+        for _ in range(4):
+            machine.the_world_moves(outcome="text", big=False, answer="approve")
+            machine.holds()
     finally:
         machine.teardown()
 
