@@ -60,15 +60,17 @@ async def test_c13_results_reach_the_model_in_call_order_whatever_order_they_fin
 async def test_c13_order_holds_with_sleeps_of_different_lengths() -> None:
     finished: list[int] = []
 
+    durations = [40, 5, 25, 1]
+
     @tool(permission="read")
     async def nap(ms: int) -> str:
-        """Sleep."""
-        await asyncio.sleep(ms / 1000)
+        """Finish after every shorter nap (all four run at once: else this never ends)."""
+        while len(finished) < sorted(durations).index(ms):  # no timing: a load-proof order
+            await asyncio.sleep(0.001)
         finished.append(ms)
         return f"slept {ms}"
 
     definition = Definition("naps", tools=[nap], max_concurrent_tool_calls=4)
-    durations = [40, 5, 25, 1]
     runner = runner_with(
         definition,
         [nap],
