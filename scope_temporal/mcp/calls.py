@@ -209,23 +209,6 @@ def _text_of(result: Any) -> str:
     return "\n".join(parts)
 
 
-def mcp_tool_for(
-    record: McpToolRecord,
-    servers: tuple[McpServer, ...],
-    connections: McpConnections,
-    progress: SendProgress | None = None,
-    sent_before: int = 0,
-) -> McpTool | None:
-    """The worker-side tool of a recorded MCP call (None: the Definition does not declare
-    its server, or its allow list leaves the tool out: a forged request)."""
-    server = next((s for s in servers if s.name == record.server), None)
-    if server is None or record.tool != server.tool_prefix + record.name:
-        return None
-    if server.allow is not None and record.name not in server.allow:
-        return None
-    return McpTool(record, server, connections, progress, sent_before)
-
-
 def mcp_call_tool(
     record: McpToolRecord,
     definition: Definition | None,
@@ -234,18 +217,21 @@ def mcp_call_tool(
     sent_before: int = 0,
 ) -> tuple[Definition | None, McpTool | None]:
     """The Definition (the recorded tool bound) and the tool that serve an MCP call's
-    attempt; no tool when the request is forged (the attempt is refused).
+    attempt; no tool when the request is forged (the Definition does not declare its
+    server, or its allow list leaves the tool out): the attempt is then refused.
     `progress`: where the server's progress notifications go (None: nowhere);
     `sent_before`: the attempts Temporal made before this one (a retry-safe call's)."""
-    tool = (
-        None
-        if definition is None
-        else mcp_tool_for(record, definition.mcp_servers, connections, progress, sent_before)
-    )
-    if definition is None or tool is None:
+    servers = definition.mcp_servers if definition is not None else ()
+    server = next((s for s in servers if s.name == record.server), None)
+    if (
+        definition is None
+        or server is None
+        or record.tool != server.tool_prefix + record.name
+        or (server.allow is not None and record.name not in server.allow)
+    ):
         return definition, None
-    listing = McpListing(server=record.server, tools=(record,))
-    return bound_definition(definition, (listing,)), tool
+    tool = McpTool(record, server, connections, progress, sent_before)
+    return bound_definition(definition, (McpListing(server=record.server, tools=(record,)),)), tool
 
 
-__all__ = ["McpTool", "mcp_call_tool", "mcp_tool_for"]
+__all__ = ["McpTool", "mcp_call_tool"]
