@@ -204,9 +204,10 @@ def _with_connection(fn: Callable[..., T], *, asks_task_queue: bool) -> Callable
         namespace: str,
         data_converter: str | None,
         storage: str,
-        task_queue: str = DEFAULT_TASK_QUEUE,
         **kwargs: Any,
     ) -> T:
+        # a command with server options may take a --task-queue of its own
+        task_queue = kwargs.pop("task_queue") if asks_task_queue else DEFAULT_TASK_QUEUE
         converter = load_data_converter(data_converter) if data_converter else None
         store = storage_driver(storage)
         connection = Connection(address, namespace, task_queue, converter, store)
