@@ -22,11 +22,10 @@ from temporalio import workflow
 
 from scope_temporal import names
 from scope_temporal.driver.background_task import TaskDriver
-from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
 from scope_temporal.payloads import TaskCancelInput, TaskInput, TaskReport, ToolInputAnswer
 from scope_temporal.workflows.events import NoEvents, SentEvents
-from scope_temporal.workflows.outcomes import refused_as_update
+from scope_temporal.workflows.outcomes import refused_as_update, scope_workflow
 from scope_temporal.workflows.task_commands import (
     CommandsInTask,
     refuse_update_after_commands,
@@ -34,9 +33,7 @@ from scope_temporal.workflows.task_commands import (
 from scope_temporal.workflows.task_transport import TaskTemporalTransport
 
 
-# ScopeError: deterministic framework errors fail the workflow with their code.
-# Not sandboxed: no user code runs here (see the note on InteractionWorkflow).
-@workflow.defn(name=names.TASK_WORKFLOW, failure_exception_types=[ScopeError], sandboxed=False)
+@scope_workflow(names.TASK_WORKFLOW)
 class BackgroundTaskWorkflow(CommandsInTask):
     """One background task."""
 

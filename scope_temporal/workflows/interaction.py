@@ -36,26 +36,18 @@ from scope_temporal.workflows import inputs, serving
 from scope_temporal.workflows.events import SentEvents, TreeStream
 from scope_temporal.workflows.eviction import evicted
 from scope_temporal.workflows.mcp_listing import with_mcp_tools
-from scope_temporal.workflows.outcomes import failure_error, refused_as_update, update_rejection
+from scope_temporal.workflows.outcomes import (
+    failure_error,
+    refused_as_update,
+    scope_workflow,
+    update_rejection,
+)
 from scope_temporal.workflows.process import ProcessWorkflow
 from scope_temporal.workflows.task_commands import command_issued, refuse_update_after_commands
 from scope_temporal.workflows.temporal import TemporalTransport
 
 
-# ScopeError: a deterministic framework error (e.g. the Definition changed under a running
-# Interaction) must fail the workflow with its code, never loop as a workflow-task failure.
-# Not sandboxed, on purpose. Everything this workflow runs is passed through the sandbox
-# anyway (our modules, and the registered Definitions with their validators, which must be
-# the very objects the worker registered), and the sandbox does not restrict passed-through
-# code: measured, a completion validator reading the wall clock, a random number and
-# the current date ran unhindered inside it. All it added was CPU (about a quarter of the
-# worker's busy time on bench workload W). Determinism is kept by construction: the loop
-# is pure (tests/unit/test_core_hygiene.py) and these modules use workflow.* APIs only.
-@workflow.defn(
-    name=names.INTERACTION_WORKFLOW,
-    failure_exception_types=[ScopeError],
-    sandboxed=False,
-)
+@scope_workflow(names.INTERACTION_WORKFLOW)
 class InteractionWorkflow(ProcessWorkflow):
     """One Interaction of any registered Definition (chosen by name from the input)."""
 

@@ -31,16 +31,14 @@ from scope_temporal.payloads import (
 )
 from scope_temporal.run_context import check_run_context
 from scope_temporal.workflows import inputs, serving
-from scope_temporal.workflows.outcomes import failure_error, refused_as_update
+from scope_temporal.workflows.outcomes import failure_error, refused_as_update, scope_workflow
 from scope_temporal.workflows.session_transport import SessionTemporalTransport
 from scope_temporal.workflows.task_commands import CommandsInTask, refuse_update_after_commands
 
 T = TypeVar("T", bound=BaseModel)
 
 
-# ScopeError: as for scope.Interaction, a deterministic framework error fails the workflow
-# with its code. Not sandboxed, for the same reasons (see workflows/interaction.py).
-@workflow.defn(name=names.SESSION_WORKFLOW, failure_exception_types=[ScopeError], sandboxed=False)
+@scope_workflow(names.SESSION_WORKFLOW)
 class SessionWorkflow(CommandsInTask):
     """One session: a conversation of turns of one registered Definition."""
 

@@ -12,26 +12,23 @@ from temporalio.common import RawValue
 
 from scope_temporal import names
 from scope_temporal.driver.tool_call import ToolCallDriver
-from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.effects import CallSettled
 from scope_temporal.outputs import Failure
 from scope_temporal.payloads import ToolCallInput, ToolInputAnswer
 from scope_temporal.workflows import inputs, serving
 from scope_temporal.workflows.events import NoEvents, SentEvents
-from scope_temporal.workflows.outcomes import failure_error, refused_as_update, update_rejection
+from scope_temporal.workflows.outcomes import (
+    failure_error,
+    refused_as_update,
+    scope_workflow,
+    update_rejection,
+)
 from scope_temporal.workflows.process import ProcessWorkflow
 from scope_temporal.workflows.task_commands import refuse_update_after_commands
 from scope_temporal.workflows.temporal import TemporalTransport
 
 
-# ScopeError: deterministic framework errors fail the workflow with their code.
-# Not sandboxed: no user code runs here, and the sandbox would only cost CPU (see the
-# note on InteractionWorkflow).
-@workflow.defn(
-    name=names.TOOL_CALL_WORKFLOW,
-    failure_exception_types=[ScopeError],
-    sandboxed=False,
-)
+@scope_workflow(names.TOOL_CALL_WORKFLOW)
 class ToolCallWorkflow(ProcessWorkflow):
     """The Tool call Process of one logical call."""
 
