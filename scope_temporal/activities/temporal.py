@@ -205,7 +205,7 @@ class ScopeActivities:
 
     @activity.defn(name=names.TOOL_ACTIVITY)
     async def tool(self, input: ToolActivityInput) -> AttemptOutcome:
-        """Enter the tool body once; see `run_tool_attempt` for the classification.
+        """Enter the tool body once; see `attempt_once` for the guard and the classification.
 
         Background tools reach the worker's background runtime (their output store, the
         live runs held for a handoff, task access for `task_status`...) through
@@ -214,14 +214,15 @@ class ScopeActivities:
         limit becomes `Unknown(interaction.payload.too_large)`: the body ran, so only the
         host may settle the call (see `payload_limits`).
         """
+        heartbeat = _Heartbeat(input.heartbeat)
+        progress = _progress_events(input.events_to)
+        tasks = TemporalTaskAccess(activity.client())
         return await attempt_once(
             input.attempt,
             self,
-            runtime=dataclasses.replace(
-                self.background, tasks=TemporalTaskAccess(activity.client())
-            ),
-            around=_Heartbeat(input.heartbeat).around,
-            progress=_progress_events(input.events_to),
+            runtime=dataclasses.replace(self.background, tasks=tasks),
+            around=heartbeat.around,
+            progress=progress,
             sent_before=activity.info().attempt - 1,
         )
 

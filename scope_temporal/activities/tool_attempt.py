@@ -10,7 +10,8 @@ limit is unknown. Cancellation propagates so the caller can treat it as unknown.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from scope_temporal.activities.served import Served
 from scope_temporal.background.runtime import BackgroundRuntime, activate
@@ -23,15 +24,13 @@ from scope_temporal.errors import (
 )
 from scope_temporal.interaction.admission import admission_problem
 from scope_temporal.interaction.tool_call import ToolAttempt
-from scope_temporal.mcp.calls import mcp_call_tools
+from scope_temporal.mcp.calls import mcp_call_tool
 from scope_temporal.mcp.progress import SendProgress
-from scope_temporal.observers import ObserverHub
 from scope_temporal.payload_limits import size_of, too_large
 from scope_temporal.tools.context import ToolInvocation
+from scope_temporal.tools.decorator import Tool
 from scope_temporal.tools.executor import execute_tool
-from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.outcome import AttemptOutcome, Rejected, Unknown
-from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.tools.rejections import not_authorized
 
 
@@ -55,24 +54,8 @@ def invocation_of(attempt: ToolAttempt) -> ToolInvocation:
     )
 
 
-async def run_tool_attempt(
-    attempt: ToolAttempt,
-    tools: ToolRegistry,
-    middleware: Sequence[Middleware],
-    observers: ObserverHub,
-) -> AttemptOutcome:
-    """Enter the tool body once and return exactly one classified outcome."""
-    invocation = invocation_of(attempt)
-    await observers.emit("tool_started", invocation=invocation)
-    tool = tools.get(attempt.request.call.name)
-    assert tool is not None  # attempt_once's guard let only registered tools through
-    outcome = await execute_tool(tool, invocation, middleware=middleware)
-    await observers.emit("tool_settled", invocation=invocation, outcome=outcome)
-    return outcome
-
-
 def unauthorised(
-    attempt: ToolAttempt, definition: Definition | None, tools: ToolRegistry
+    attempt: ToolAttempt, definition: Definition | None, tool: Tool[..., Any] | None
 ) -> Rejected | Unknown | None:
     """Refuse an attempt its Definition does not allow, before anything runs.
 
@@ -82,12 +65,11 @@ def unauthorised(
     approval decision for a call the approval policy covers). It makes the Interaction's
     own admission (`interaction.admission`) with the approval decision the attempt
     carries, after checking what only the worker knows: the Definition it serves under
-    that name and digest, and the tool it registered under the call's name.
+    that name and digest, and `tool`, the one it serves the call's name with.
     """
     request = attempt.request
     call = request.call
     spec = definition.tools.get(call.name) if definition is not None else None
-    tool = tools.get(call.name)
     if (
         definition is None
         or request.digest != definition.digest
@@ -125,16 +107,26 @@ async def attempt_once(
     (the tree's stream) as `tool_progress` events; `sent_before`: the attempts Temporal
     made before this one (only a call its Definition declares safe to retry has any).
     """
-    request, registry, tools = attempt.request, served.registry, served.tools
+    request, registry = attempt.request, served.registry
+    invocation = invocation_of(attempt)  # the attempt as its body (and middleware) sees it
     definition = registry.lookup(request.definition)
-    if request.mcp is not None:
-        definition, tools = mcp_call_tools(request, definition, served.mcp, progress, sent_before)
-    refused = unauthorised(attempt, definition, tools)
+    if request.mcp is None:
+        tool = served.tools.get(request.call.name)
+    else:
+        definition, tool = mcp_call_tool(request.mcp, definition, served.mcp, progress, sent_before)
+    refused = unauthorised(attempt, definition, tool)
     if refused is not None:
         return refused
+    assert tool is not None  # the guard let only a served tool through
+
+    async def entered() -> AttemptOutcome:  # the body once, between the observers' two calls
+        await served.observers.emit("tool_started", invocation=invocation)
+        outcome = await execute_tool(tool, invocation, middleware=served.middleware)
+        await served.observers.emit("tool_settled", invocation=invocation, outcome=outcome)
+        return outcome
+
     with activate(runtime):
-        work = run_tool_attempt(attempt, tools, served.middleware, served.observers)
-        outcome = await (work if around is None else around(work))
+        outcome = await (entered() if around is None else around(entered()))
     size = size_of(outcome)
     limit = registry.response_limit(request.definition)
     if size <= limit.bytes:

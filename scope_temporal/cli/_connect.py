@@ -15,7 +15,7 @@ import signal
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import click
 from temporalio.api.enums.v1 import TaskQueueType
@@ -32,6 +32,7 @@ from scope_temporal.names import DEFAULT_TASK_QUEUE
 from scope_temporal.routing import has_pollers
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 DEFAULT_ADDRESS = "localhost:7233"
 
@@ -185,30 +186,17 @@ _TASK_QUEUE = click.option(
 def connection_options(fn: Callable[..., T]) -> Callable[..., T]:
     """Add `--address`, `--namespace`, `--task-queue`, `--data-converter` and
     `--storage`; the command receives `connection`."""
-
-    @functools.wraps(fn)
-    def command(
-        *args: Any,
-        address: str,
-        namespace: str,
-        task_queue: str,
-        data_converter: str | None,
-        storage: str,
-        **kwargs: Any,
-    ) -> T:
-        converter = load_data_converter(data_converter) if data_converter else None
-        store = storage_driver(storage)
-        connection = Connection(address, namespace, task_queue, converter, store)
-        return fn(*args, connection=connection, **kwargs)
-
-    return _ADDRESS(_NAMESPACE(_TASK_QUEUE(_DATA_CONVERTER(STORAGE_OPTION(command)))))
+    return _with_connection(fn, asks_task_queue=True)
 
 
 def server_options(fn: Callable[..., T]) -> Callable[..., T]:
     """Add `--address`, `--namespace`, `--data-converter` and `--storage` (commands that
     address Interactions by id, which need no task queue); the command receives
     `connection`."""
+    return _with_connection(fn, asks_task_queue=False)
 
+
+def _with_connection(fn: Callable[..., T], *, asks_task_queue: bool) -> Callable[..., T]:
     @functools.wraps(fn)
     def command(
         *args: Any,
@@ -218,12 +206,15 @@ def server_options(fn: Callable[..., T]) -> Callable[..., T]:
         storage: str,
         **kwargs: Any,
     ) -> T:
+        # a command with server options may take a --task-queue of its own
+        task_queue = kwargs.pop("task_queue") if asks_task_queue else DEFAULT_TASK_QUEUE
         converter = load_data_converter(data_converter) if data_converter else None
         store = storage_driver(storage)
-        connection = Connection(address, namespace, DEFAULT_TASK_QUEUE, converter, store)
+        connection = Connection(address, namespace, task_queue, converter, store)
         return fn(*args, connection=connection, **kwargs)
 
-    return _ADDRESS(_NAMESPACE(_DATA_CONVERTER(STORAGE_OPTION(command))))
+    options = _DATA_CONVERTER(STORAGE_OPTION(command))
+    return _ADDRESS(_NAMESPACE(_TASK_QUEUE(options) if asks_task_queue else options))
 
 
 def run_async(main: Coroutine[Any, Any, T]) -> T:
@@ -238,6 +229,16 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
         if is_decode_failure(error):
             raise click.ClickException(f"{DECODE_HINT} ({error})") from None
         raise
+
+
+def runs_async(command: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """A command written as a coroutine function, run by `run_async`."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_async(command(*args, **kwargs))
+
+    return run
 
 
 async def wait_for_stop() -> None:
@@ -271,6 +272,7 @@ __all__ = [
     "has_worker",
     "note_connected",
     "run_async",
+    "runs_async",
     "server_options",
     "tls_options",
     "wait_for_stop",

@@ -7,7 +7,7 @@ import uuid
 import click
 
 from scope_temporal.cli._answers import parse_answer
-from scope_temporal.cli._connect import Connection, run_async, server_options
+from scope_temporal.cli._connect import Connection, runs_async, server_options
 from scope_temporal.cli._render import schema_hint
 from scope_temporal.cli._snapshots import require_snapshot
 from scope_temporal.errors import ScopeError
@@ -19,7 +19,8 @@ from scope_temporal.errors import ScopeError
 @click.argument("answer_json", metavar="JSON")
 @click.option("--answer-id", default=None, help="Idempotency id of this answer (default: random).")
 @server_options
-def answer(
+@runs_async
+async def answer(
     interaction_id: str,
     wait_id: str,
     answer_json: str,
@@ -39,16 +40,6 @@ def answer(
       scope-temporal answer ops-1a2b3c ops-1a2b3c/tool/4/0/wait/1 '{"approved": true, "note": "ok"}'
       scope-temporal answer ops-1a2b3c ops-1a2b3c/tool/2/0/wait/approval 'n not in prod'
     """
-    return run_async(_answer(interaction_id, wait_id, answer_json, answer_id, connection))
-
-
-async def _answer(
-    interaction_id: str,
-    wait_id: str,
-    answer_json: str,
-    answer_id: str | None,
-    connection: Connection,
-) -> int:
     scope = await connection.scope()
     handle = scope.get_handle(interaction_id)
     tree = await require_snapshot(handle)

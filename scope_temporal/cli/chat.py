@@ -16,7 +16,7 @@ import sys
 import click
 
 from scope_temporal.cli._answers import Terminal
-from scope_temporal.cli._connect import Connection, connection_options, has_worker, run_async
+from scope_temporal.cli._connect import Connection, connection_options, has_worker, runs_async
 from scope_temporal.cli._follow import Follower
 from scope_temporal.cli._render import shorten
 from scope_temporal.client.session import SessionHandle, TurnHandle
@@ -36,7 +36,8 @@ HELP_LINE = "type a message · /end ends the session · /quit (or Ctrl-D, Ctrl-C
 )
 @click.option("--yes", is_flag=True, help="Approve approval requests automatically.")
 @connection_options
-def chat(definition: str, session_id: str | None, yes: bool, connection: Connection) -> int:
+@runs_async
+async def chat(definition: str, session_id: str | None, yes: bool, connection: Connection) -> int:
     """Chat with DEFINITION: each line you type is a message to one session.
 
     A message opens a turn (an Interaction whose context is the conversation so far); the
@@ -53,10 +54,6 @@ def chat(definition: str, session_id: str | None, yes: bool, connection: Connect
     Exit code: 0 when you leave (/quit, Ctrl-D) or end the session, 130 on Ctrl-C, 1 when
     the session had ended already.
     """
-    return run_async(_chat(definition, session_id, yes, connection))
-
-
-async def _chat(definition: str, session_id: str | None, yes: bool, connection: Connection) -> int:
     scope = await connection.scope()
     session = scope.session(definition, id=session_id)
     terminal = Terminal(auto_approve=yes)

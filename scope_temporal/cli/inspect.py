@@ -7,7 +7,7 @@ import json
 import click
 from temporalio.service import RPCError, RPCStatusCode
 
-from scope_temporal.cli._connect import Connection, run_async, server_options
+from scope_temporal.cli._connect import Connection, runs_async, server_options
 from scope_temporal.cli._render import output_lines, render_tree
 from scope_temporal.cli._snapshots import snapshot_or_none
 from scope_temporal.client import InteractionHandle
@@ -18,7 +18,8 @@ from scope_temporal.errors import InteractionCanceled, InteractionFailed
 @click.argument("interaction_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the TreeSnapshot as JSON.")
 @server_options
-def inspect_command(interaction_id: str, as_json: bool, connection: Connection) -> int:
+@runs_async
+async def inspect_command(interaction_id: str, as_json: bool, connection: Connection) -> int:
     """Show INTERACTION_ID as a tree: model calls, tool calls and delegates with their
     results, open input waits (with the `answer` command), unknown effects (with the
     `resolve` command), and the output.
@@ -31,10 +32,6 @@ def inspect_command(interaction_id: str, as_json: bool, connection: Connection) 
       scope-temporal inspect ops-1a2b3c
       scope-temporal inspect ops-1a2b3c --json | jq .root.status
     """
-    return run_async(_inspect(interaction_id, as_json, connection))
-
-
-async def _inspect(interaction_id: str, as_json: bool, connection: Connection) -> int:
     scope = await connection.scope()
     handle = scope.get_handle(interaction_id)
     tree = await snapshot_or_none(handle)

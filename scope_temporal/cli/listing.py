@@ -7,7 +7,7 @@ from typing import TypeVar
 
 import click
 
-from scope_temporal.cli._connect import Connection, run_async, server_options
+from scope_temporal.cli._connect import Connection, runs_async, server_options
 from scope_temporal.errors import ConfigurationError
 
 T = TypeVar("T")
@@ -37,7 +37,8 @@ def listing_options(example: str) -> Callable[[Callable[..., T]], Callable[..., 
     help="Only runs that wait for a person: an answer (waiting_input) or an unknown "
     "outcome to resolve (unknown), anywhere in their tree.",
 )
-def list_command(
+@runs_async
+async def list_command(
     limit: int, query: str | None, needs_attention: bool, connection: Connection
 ) -> int:
     """List the most recent root Interactions (newest first) with their status.
@@ -53,12 +54,6 @@ def list_command(
       scope-temporal list --needs-attention
       scope-temporal list --query "ExecutionStatus = 'Running'"
     """
-    return run_async(_list(limit, query, needs_attention, connection))
-
-
-async def _list(
-    limit: int, query: str | None, needs_attention: bool, connection: Connection
-) -> int:
     scope = await connection.scope()
     try:
         found = await scope.list(query=query, limit=limit, needs_attention=needs_attention)

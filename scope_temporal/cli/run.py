@@ -7,7 +7,7 @@ import asyncio
 import click
 
 from scope_temporal.cli._answers import Terminal
-from scope_temporal.cli._connect import Connection, connection_options, has_worker, run_async
+from scope_temporal.cli._connect import Connection, connection_options, has_worker, runs_async
 from scope_temporal.cli._follow import Follower, print_outcome
 from scope_temporal.errors import ScopeError
 
@@ -21,7 +21,8 @@ from scope_temporal.errors import ScopeError
 @click.option("--detach", is_flag=True, help="Start it, print the id and return; do not follow.")
 @click.option("--yes", is_flag=True, help="Approve approval requests automatically.")
 @connection_options
-def run(
+@runs_async
+async def run(
     definition: str,
     prompt: str,
     workflow_id: str | None,
@@ -43,17 +44,6 @@ def run(
 
     Exit code: 0 when the Interaction completes, 1 when it fails or is cancelled.
     """
-    return run_async(_run(definition, prompt, workflow_id, detach, yes, connection))
-
-
-async def _run(
-    definition: str,
-    prompt: str,
-    workflow_id: str | None,
-    detach: bool,
-    yes: bool,
-    connection: Connection,
-) -> int:
     scope = await connection.scope()
     try:
         handle = await scope.start(definition, prompt, id=workflow_id)

@@ -7,7 +7,7 @@ import asyncio
 
 import click
 
-from scope_temporal.cli._connect import Connection, run_async, server_options
+from scope_temporal.cli._connect import Connection, run_async, runs_async, server_options
 from scope_temporal.cli._follow import Follower
 from scope_temporal.cli._render import call_label, shorten
 from scope_temporal.cli.listing import echo_table, listing_options
@@ -31,12 +31,9 @@ def sessions() -> None:
 
 @sessions.command("list", short_help="The most recent sessions and their status.")
 @listing_options("\"ExecutionStatus = 'Running'\" (running: taking messages)")
-def list_command(limit: int, query: str | None, connection: Connection) -> int:
+@runs_async
+async def list_command(limit: int, query: str | None, connection: Connection) -> int:
     """List the most recent sessions (newest first): running ones take messages."""
-    return run_async(_list(limit, query, connection))
-
-
-async def _list(limit: int, query: str | None, connection: Connection) -> int:
     found = await (await connection.scope()).sessions(query=query, limit=limit)
     if not found:
         click.echo("no sessions yet (start one: scope-temporal chat ops)")
@@ -51,13 +48,10 @@ async def _list(limit: int, query: str | None, connection: Connection) -> int:
 @sessions.command("show", short_help="A session's transcript, turn by turn.")
 @click.argument("session_id")
 @server_options
-def show(session_id: str, connection: Connection) -> int:
+@runs_async
+async def show(session_id: str, connection: Connection) -> int:
     """Print the transcript of SESSION_ID turn by turn (a worker must be running: the
     transcript is read from the session itself)."""
-    return run_async(_show(session_id, connection))
-
-
-async def _show(session_id: str, connection: Connection) -> int:
     session = (await connection.scope()).get_session(session_id)
     try:
         transcript = await session.transcript()
@@ -149,13 +143,10 @@ async def _follow(session_id: str, after: SessionPosition | None, connection: Co
 @click.argument("session_id")
 @click.option("--reason", default="ended from the command line", show_default=True)
 @server_options
-def end(session_id: str, reason: str, connection: Connection) -> int:
+@runs_async
+async def end(session_id: str, reason: str, connection: Connection) -> int:
     """End SESSION_ID: a running turn is cancelled, then it takes no more messages. Its
     transcript stays readable. Ending an ended session does nothing."""
-    return run_async(_end(session_id, reason, connection))
-
-
-async def _end(session_id: str, reason: str, connection: Connection) -> int:
     session = (await connection.scope()).get_session(session_id)
     try:
         await session.end(reason)

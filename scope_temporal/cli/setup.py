@@ -11,7 +11,7 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from scope_temporal.cli._connect import Connection, run_async, server_options
+from scope_temporal.cli._connect import Connection, runs_async, server_options
 from scope_temporal.names import SEARCH_ATTRIBUTES
 
 _KEYWORD = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
@@ -19,7 +19,8 @@ _KEYWORD = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
 
 @click.command("setup", short_help="Register the search attributes on a cluster.")
 @server_options
-def setup(connection: Connection) -> int:
+@runs_async
+async def setup(connection: Connection) -> int:
     """Register ScopeDefinition and ScopeStatus (Keyword) on the namespace, once.
 
     With them, the Temporal UI and `scope-temporal list --needs-attention` find runs by
@@ -31,10 +32,6 @@ def setup(connection: Connection) -> int:
     Examples:
       scope-temporal setup --address temporal.internal:7233 --namespace agents
     """
-    return run_async(_setup(connection))
-
-
-async def _setup(connection: Connection) -> int:
     client = await connection.client()
     registered = await _registered(client, connection)
     missing: dict[str, IndexedValueType.ValueType] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from scope_temporal.cli._connect import Connection, run_async, server_options
+from scope_temporal.cli._connect import Connection, runs_async, server_options
 from scope_temporal.errors import ScopeError
 
 
@@ -13,7 +13,8 @@ from scope_temporal.errors import ScopeError
 @click.argument("signal_id")
 @click.argument("text")
 @server_options
-def steer(interaction_id: str, signal_id: str, text: str, connection: Connection) -> int:
+@runs_async
+async def steer(interaction_id: str, signal_id: str, text: str, connection: Connection) -> int:
     """Send TEXT as a user message to the Interaction INTERACTION_ID.
 
     It is applied before the next model call (never in the middle of one). SIGNAL_ID
@@ -24,10 +25,6 @@ def steer(interaction_id: str, signal_id: str, text: str, connection: Connection
     Example:
       scope-temporal steer ops-1a2b3c note-1 "do not restart anything, just report"
     """
-    return run_async(_steer(interaction_id, signal_id, text, connection))
-
-
-async def _steer(interaction_id: str, signal_id: str, text: str, connection: Connection) -> int:
     scope = await connection.scope()
     try:
         accepted = await scope.get_handle(interaction_id).steer(signal_id, text)

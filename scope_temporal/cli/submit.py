@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from scope_temporal.cli._connect import Connection, run_async, server_options
+from scope_temporal.cli._connect import Connection, runs_async, server_options
 from scope_temporal.errors import ScopeError
 
 
@@ -17,7 +17,8 @@ from scope_temporal.errors import ScopeError
 @click.argument("arguments", default="{}")
 @click.option("--key", help="Names the task; the same key and arguments again start nothing.")
 @server_options
-def submit(
+@runs_async
+async def submit(
     interaction_id: str, tool: str, arguments: str, key: str | None, connection: Connection
 ) -> int:
     """Start background tool TOOL with ARGUMENTS (a JSON object) as a task of the
@@ -35,19 +36,9 @@ def submit(
         raise click.BadParameter(f"not JSON: {error}", param_hint="ARGUMENTS") from None
     if not isinstance(value, dict):
         raise click.BadParameter("must be a JSON object", param_hint="ARGUMENTS")
-    return run_async(_submit(interaction_id, tool, value, key, connection))
-
-
-async def _submit(
-    interaction_id: str,
-    tool: str,
-    arguments: dict[str, Any],
-    key: str | None,
-    connection: Connection,
-) -> int:
     scope = await connection.scope()
     try:
-        task_id = await scope.get_handle(interaction_id).submit_task(tool, arguments, key=key)
+        task_id = await scope.get_handle(interaction_id).submit_task(tool, value, key=key)
     except ScopeError as error:
         raise click.ClickException(f"submit refused: {error}") from None
     click.echo(f"task {task_id} submitted: follow it with scope-temporal inspect {interaction_id}")

@@ -38,7 +38,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from scope_temporal.definition import Definition
-from scope_temporal.interaction.effects import ToolEffectRequest
 from scope_temporal.mcp.binding import bound_definition, spec_of
 from scope_temporal.mcp.connections import McpConnections, McpUnavailable
 from scope_temporal.mcp.live_calls import LiveCall
@@ -48,7 +47,6 @@ from scope_temporal.tools.context import ToolInvocation, current_tool_call, requ
 from scope_temporal.tools.decorator import Tool
 from scope_temporal.tools.failures import HostFailure, ToolFailure
 from scope_temporal.tools.output import ToolOutput
-from scope_temporal.tools.registry import ToolRegistry
 from scope_temporal.tools.validation import decode_arguments
 
 RETRY_DELAY_SECONDS = 0.5
@@ -211,45 +209,29 @@ def _text_of(result: Any) -> str:
     return "\n".join(parts)
 
 
-def mcp_tool_for(
+def mcp_call_tool(
     record: McpToolRecord,
-    servers: tuple[McpServer, ...],
-    connections: McpConnections,
-    progress: SendProgress | None = None,
-    sent_before: int = 0,
-) -> McpTool | None:
-    """The worker-side tool of a recorded MCP call (None: the Definition does not declare
-    its server, or its allow list leaves the tool out: a forged request)."""
-    server = next((s for s in servers if s.name == record.server), None)
-    if server is None or record.tool != server.tool_prefix + record.name:
-        return None
-    if server.allow is not None and record.name not in server.allow:
-        return None
-    return McpTool(record, server, connections, progress, sent_before)
-
-
-def mcp_call_tools(
-    request: ToolEffectRequest,
     definition: Definition | None,
     connections: McpConnections,
     progress: SendProgress | None = None,
     sent_before: int = 0,
-) -> tuple[Definition | None, ToolRegistry]:
-    """The Definition (its recorded tool bound) and the tool that serve an MCP call's
-    attempt; an empty registry when the request is forged (the attempt is refused).
+) -> tuple[Definition | None, McpTool | None]:
+    """The Definition (the recorded tool bound) and the tool that serve an MCP call's
+    attempt; no tool when the request is forged (the Definition does not declare its
+    server, or its allow list leaves the tool out): the attempt is then refused.
     `progress`: where the server's progress notifications go (None: nowhere);
     `sent_before`: the attempts Temporal made before this one (a retry-safe call's)."""
-    record = request.mcp
-    assert record is not None  # only MCP calls come here
-    tool = (
-        None
-        if definition is None
-        else mcp_tool_for(record, definition.mcp_servers, connections, progress, sent_before)
-    )
-    if definition is None or tool is None:
-        return definition, ToolRegistry()
-    listing = McpListing(server=record.server, tools=(record,))
-    return bound_definition(definition, (listing,)), ToolRegistry([tool])
+    servers = definition.mcp_servers if definition is not None else ()
+    server = next((s for s in servers if s.name == record.server), None)
+    if (
+        definition is None
+        or server is None
+        or record.tool != server.tool_prefix + record.name
+        or (server.allow is not None and record.name not in server.allow)
+    ):
+        return definition, None
+    tool = McpTool(record, server, connections, progress, sent_before)
+    return bound_definition(definition, (McpListing(server=record.server, tools=(record,)),)), tool
 
 
-__all__ = ["McpTool", "mcp_call_tools", "mcp_tool_for"]
+__all__ = ["McpTool", "mcp_call_tool"]

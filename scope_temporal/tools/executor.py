@@ -32,9 +32,6 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic_core import to_json
-
-from scope_temporal.chat import ToolCall, ToolResult
 from scope_temporal.errors import (
     TOOL_EXECUTION_FAILED,
     TOOL_INPUT_INVALID,
@@ -53,11 +50,10 @@ from scope_temporal.tools.outcome import (
     Failed,
     InputRequired,
     Rejected,
-    Succeeded,
     Unknown,
+    succeeded,
 )
-from scope_temporal.tools.output import ToolOutput, json_form
-from scope_temporal.tools.rejections import invalid_arguments, silent_acknowledgement
+from scope_temporal.tools.rejections import error_result, invalid_arguments
 from scope_temporal.tools.validation import InvalidArguments, validate_arguments
 
 __all__ = ["execute_tool"]
@@ -110,11 +106,11 @@ async def execute_tool(
                 value = await run(invocation)
             if isinstance(value, Backgrounded):
                 return value
-            return _succeeded(call, value, advertised)
+            return succeeded(call, value, advertised)
         except InvalidArguments as exc:
             return Rejected(result=invalid_arguments(call, exc.error), code=TOOL_INPUT_INVALID)
         except ToolFailure as exc:
-            return Failed(result=_error_result(call, exc.message), code=TOOL_EXECUTION_FAILED)
+            return Failed(result=error_result(call, exc.message), code=TOOL_EXECUTION_FAILED)
         except ToolInputRequired as request:
             return _input_required(request)
         except TimeoutError as exc:
@@ -132,36 +128,10 @@ async def execute_tool(
             return _unknown(TOOL_EXECUTION_FAILED, exc)
 
 
-def _succeeded(call: ToolCall, value: object, advertised: list[str]) -> Succeeded:
-    """Convert the body's return value; a value that is not JSON raises (-> unknown)."""
-    if isinstance(value, ToolOutput):
-        result = (
-            silent_acknowledgement(call)
-            if value.silent
-            else ToolResult(call_id=call.id, name=call.name, content=value.for_llm)
-        )
-        return Succeeded(
-            result=result,
-            for_user=json_form(value.for_user),
-            ref=value.ref,
-            metadata=json_form(value.metadata),
-            advertised=tuple(advertised),
-        )
-    content = value if isinstance(value, str) else to_json(value).decode()
-    return Succeeded(
-        result=ToolResult(call_id=call.id, name=call.name, content=content),
-        advertised=tuple(advertised),
-    )
-
-
 def _input_required(request: ToolInputRequired) -> InputRequired:
     return InputRequired(
         prompt=request.prompt, response_schema=request.response_schema, state=request.state
     )
-
-
-def _error_result(call: ToolCall, content: str) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, content=content, is_error=True)
 
 
 def _unknown(code: str, exc: BaseException) -> Unknown:

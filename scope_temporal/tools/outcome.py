@@ -2,7 +2,8 @@
 
 Exactly one of five kinds. Only `unknown` means the framework cannot prove what
 happened; it is never retried by the framework. Also the values a background tool's
-call and task carry across it: its launch, its progress, the outcome of its run.
+call and task carry across it: its launch, its progress, the outcome of its run; and how
+a body's return value becomes its `Succeeded` outcome (`succeeded`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_json
 
-from scope_temporal.chat import ToolResult
+from scope_temporal.chat import ToolCall, ToolResult
+from scope_temporal.tools.output import ToolOutput, json_form
+from scope_temporal.tools.rejections import silent_acknowledgement
 from scope_temporal.tools.spec import BackgroundSpec
 
 Disposition = Literal["succeeded", "failed", "rejected"]
@@ -191,3 +195,30 @@ the call moves to the background."""
 
 def disposition_of(outcome: DefiniteOutcome) -> Disposition:
     return outcome.kind
+
+
+def succeeded(call: ToolCall, value: object, advertised: list[str]) -> Succeeded:
+    """A body's return value as the call's outcome: a str as is, a `ToolOutput` split into
+    model-visible content and host-side extras, anything else as JSON text.
+
+    Raises:
+        pydantic_core.PydanticSerializationError: the value is not JSON (-> unknown).
+    """
+    if isinstance(value, ToolOutput):
+        result = (
+            silent_acknowledgement(call)
+            if value.silent
+            else ToolResult(call_id=call.id, name=call.name, content=value.for_llm)
+        )
+        return Succeeded(
+            result=result,
+            for_user=json_form(value.for_user),
+            ref=value.ref,
+            metadata=json_form(value.metadata),
+            advertised=tuple(advertised),
+        )
+    content = value if isinstance(value, str) else to_json(value).decode()
+    return Succeeded(
+        result=ToolResult(call_id=call.id, name=call.name, content=content),
+        advertised=tuple(advertised),
+    )

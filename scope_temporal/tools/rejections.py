@@ -11,6 +11,7 @@ from scope_temporal.chat import ToolCall, ToolResult
 
 __all__ = [
     "approval_denied",
+    "error_result",
     "invalid_arguments",
     "not_approved",
     "not_authorized",
@@ -24,7 +25,7 @@ _MAX_NAME_CHARS = 100
 
 def not_available(call: ToolCall) -> ToolResult:
     """The call names no tool bound to this agent (disposition `rejected`)."""
-    return _error(
+    return error_result(
         call,
         f"Tool '{_name(call)}' is not available. Available tools are listed in the tool manifest.",
     )
@@ -32,7 +33,7 @@ def not_available(call: ToolCall) -> ToolResult:
 
 def not_authorized(call: ToolCall, permission: str) -> ToolResult:
     """The agent was not granted the tool's permission (disposition `rejected`)."""
-    return _error(
+    return error_result(
         call,
         f"Tool '{_name(call)}' is not authorized: "
         f"this agent was not granted '{permission}' permission.",
@@ -42,7 +43,7 @@ def not_authorized(call: ToolCall, permission: str) -> ToolResult:
 def not_approved(call: ToolCall) -> ToolResult:
     """The call needs approval and carries no approval decision (a call started without
     its Interaction's admission; disposition `rejected`)."""
-    return _error(
+    return error_result(
         call,
         f"Tool '{_name(call)}' is not authorized: the call needs approval and no approval "
         "decision is on record, so it was not run.",
@@ -56,7 +57,7 @@ def invalid_arguments(call: ToolCall, error: str) -> ToolResult:
         call: The rejected call.
         error: Which field is wrong and why (see `validation.validate_arguments`).
     """
-    return _error(
+    return error_result(
         call,
         f"Tool '{_name(call)}' was not run: invalid arguments: {error}. "
         "Fix the arguments and call it again.",
@@ -72,7 +73,7 @@ def approval_denied(call: ToolCall, by: str, reason: str) -> ToolResult:
         reason: Why, as the denier said it (may be empty).
     """
     why = f": {reason}" if reason else " (no reason given)"
-    return _error(
+    return error_result(
         call,
         f"Tool '{_name(call)}' was not run: the call was denied approval by {by}{why}. "
         "Do not repeat the same call unchanged.",
@@ -81,7 +82,7 @@ def approval_denied(call: ToolCall, by: str, reason: str) -> ToolResult:
 
 def not_executed_token_limit(call: ToolCall) -> ToolResult:
     """The response was cut by the output token limit, so none of its calls ran."""
-    return _error(
+    return error_result(
         call,
         f"Tool call '{_name(call)}' was not executed: the response hit the output token "
         "limit before the tool calls were complete. Make the call again if it is still needed.",
@@ -95,7 +96,8 @@ def silent_acknowledgement(call: ToolCall) -> ToolResult:
     )
 
 
-def _error(call: ToolCall, content: str) -> ToolResult:
+def error_result(call: ToolCall, content: str) -> ToolResult:
+    """A model-visible error result for `call` (a refusal's, or a `ToolFailure`'s message)."""
     return ToolResult(call_id=call.id, name=call.name, content=content, is_error=True)
 
 

@@ -22,11 +22,10 @@ from temporalio import workflow
 
 from scope_temporal import names
 from scope_temporal.driver.background_task import TaskDriver
-from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.snapshot import PendingToolInput, ProcessSnapshot, TaskSnapshot
 from scope_temporal.payloads import TaskCancelInput, TaskInput, TaskReport, ToolInputAnswer
 from scope_temporal.workflows.events import NoEvents, SentEvents
-from scope_temporal.workflows.outcomes import update_rejection
+from scope_temporal.workflows.outcomes import refused_as_update, scope_workflow
 from scope_temporal.workflows.task_commands import (
     CommandsInTask,
     refuse_update_after_commands,
@@ -34,9 +33,7 @@ from scope_temporal.workflows.task_commands import (
 from scope_temporal.workflows.task_transport import TaskTemporalTransport
 
 
-# ScopeError: deterministic framework errors fail the workflow with their code.
-# Not sandboxed: no user code runs here (see the note on InteractionWorkflow).
-@workflow.defn(name=names.TASK_WORKFLOW, failure_exception_types=[ScopeError], sandboxed=False)
+@scope_workflow(names.TASK_WORKFLOW)
 class BackgroundTaskWorkflow(CommandsInTask):
     """One background task."""
 
@@ -70,10 +67,8 @@ class BackgroundTaskWorkflow(CommandsInTask):
     @cancel.validator
     def _validate_cancel(self, input: TaskCancelInput) -> None:
         self._refuse_while_busy()
-        try:
+        with refused_as_update():
             self._driver.validate_cancel()
-        except ScopeError as error:
-            raise update_rejection(error) from None
 
     @workflow.signal(name=names.TOOL_INPUT)
     def tool_input_signal(self, input: ToolInputAnswer) -> None:
@@ -84,18 +79,14 @@ class BackgroundTaskWorkflow(CommandsInTask):
         """Answer the open question; returns once the tool took the answer (True), or
         False for an exact duplicate of one it took. A refusal by the tool raises
         `InvalidToolInput` and leaves the question open."""
-        try:
+        with refused_as_update():
             return await self._driver.answer_update(input)
-        except ScopeError as error:
-            raise update_rejection(error) from None
 
     @tool_input_update.validator
     def _validate_tool_input(self, input: ToolInputAnswer) -> None:
         self._refuse_while_busy()
-        try:
+        with refused_as_update():
             self._driver.validate_answer(input)
-        except ScopeError as error:
-            raise update_rejection(error) from None
 
     @workflow.query(name=names.TASK_STATUS_QUERY)
     def status(self) -> TaskSnapshot:

@@ -1,8 +1,9 @@
 """Workflow `scope.Interaction`. Everything here runs inside the workflow: deterministic.
 
 A thin shell around `InteractionDriver` (the same driver `LocalRunner` runs): it finds
-the Definition, records the run's settings in history, reads each signal's and update's
-raw payload, and hands everything else to the driver with `TemporalTransport`.
+the Definition, records the run's settings in history, and hands everything else to the
+driver with `TemporalTransport`; it takes the host's inputs as every process does
+(`process`), and steers, task submissions and its children's reports besides.
 """
 
 from __future__ import annotations
@@ -20,15 +21,12 @@ from scope_temporal.driver.start import open_machine, settings_of
 from scope_temporal.errors import ScopeError
 from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.events import FailedEvent
-from scope_temporal.interaction.snapshot import ProcessSnapshot
 from scope_temporal.mcp.values import McpListRefused
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
     ContextPage,
     ContextPageRequest,
-    ControlInput,
     InteractionInput,
-    ResolveInput,
     RunSettings,
     SteerInput,
     TaskSubmitInput,
@@ -38,30 +36,19 @@ from scope_temporal.workflows import inputs, serving
 from scope_temporal.workflows.events import SentEvents, TreeStream
 from scope_temporal.workflows.eviction import evicted
 from scope_temporal.workflows.mcp_listing import with_mcp_tools
-from scope_temporal.workflows.outcomes import failure_error, update_rejection
-from scope_temporal.workflows.task_commands import (
-    CommandsInTask,
-    command_issued,
-    refuse_update_after_commands,
+from scope_temporal.workflows.outcomes import (
+    failure_error,
+    refused_as_update,
+    scope_workflow,
+    update_rejection,
 )
+from scope_temporal.workflows.process import ProcessWorkflow
+from scope_temporal.workflows.task_commands import command_issued, refuse_update_after_commands
 from scope_temporal.workflows.temporal import TemporalTransport
 
 
-# ScopeError: a deterministic framework error (e.g. the Definition changed under a running
-# Interaction) must fail the workflow with its code, never loop as a workflow-task failure.
-# Not sandboxed, on purpose. Everything this workflow runs is passed through the sandbox
-# anyway (our modules, and the registered Definitions with their validators, which must be
-# the very objects the worker registered), and the sandbox does not restrict passed-through
-# code: measured, a completion validator reading the wall clock, a random number and
-# the current date ran unhindered inside it. All it added was CPU (about a quarter of the
-# worker's busy time on bench workload W). Determinism is kept by construction: the loop
-# is pure (tests/unit/test_core_hygiene.py) and these modules use workflow.* APIs only.
-@workflow.defn(
-    name=names.INTERACTION_WORKFLOW,
-    failure_exception_types=[ScopeError],
-    sandboxed=False,
-)
-class InteractionWorkflow(CommandsInTask):
+@scope_workflow(names.INTERACTION_WORKFLOW)
+class InteractionWorkflow(ProcessWorkflow):
     """One Interaction of any registered Definition (chosen by name from the input)."""
 
     @workflow.init
@@ -142,71 +129,24 @@ class InteractionWorkflow(CommandsInTask):
             return settings.model_copy(update={"digest": value})
         return RunSettings.model_validate(value)
 
-    # --- signals and updates ---------------------------------------------------------
-
-    # Handlers take the raw payload: a malformed one is refused like any bad input
-    # (recorded, or raised to the update's caller), never dropped (see `inputs`).
+    # --- signals and updates (besides those every process takes: `process`) ----------
 
     @workflow.signal(name=names.STEER)
     def steer_signal(self, raw: RawValue) -> None:
-        driver = self._require_driver()
-        try:
-            input = inputs.decode(raw, SteerInput, "steer")
-        except ScopeError as error:
-            driver.reject(inputs.claimed_id(raw, "signal_id"), "steer", error)
-            return
-        driver.steer_signal(input)
+        input = self._signal(raw, SteerInput, "steer", "signal_id")
+        if input is not None:
+            self._process().steer_signal(input)
 
     @workflow.update(name=names.STEER)
     def steer_update(self, raw: RawValue) -> bool:
-        try:
-            return self._require_driver().steer_update(inputs.decode(raw, SteerInput, "steer"))
-        except ScopeError as error:
-            raise update_rejection(error) from None
+        with refused_as_update():
+            return self._process().steer_update(inputs.decode(raw, SteerInput, "steer"))
 
     @steer_update.validator
     def _validate_steer(self, raw: RawValue) -> None:
         refuse_update_after_commands()
-        try:
-            self._require_driver().validate_steer(inputs.decode(raw, SteerInput, "steer"))
-        except ScopeError as error:
-            raise update_rejection(error) from None
-
-    @workflow.signal(name=names.RESOLVE)
-    def resolve_signal(self, raw: RawValue) -> None:
-        driver = self._require_driver()
-        try:
-            input = inputs.decode(raw, ResolveInput, "resolve")
-        except ScopeError as error:
-            driver.reject(inputs.claimed_id(raw, "signal_id"), "resolve", error)
-            return
-        driver.resolve_signal(input)
-
-    @workflow.update(name=names.RESOLVE)
-    async def resolve_update(self, raw: RawValue) -> None:
-        input = inputs.decode(raw, ResolveInput, "resolve")
-        try:
-            await self._require_driver().resolve_update(input)
-        except ScopeError as error:
-            raise update_rejection(error) from None
-
-    @resolve_update.validator
-    def _validate_resolve(self, raw: RawValue) -> None:
-        refuse_update_after_commands()
-        try:
-            self._require_driver().validate_resolve(inputs.decode(raw, ResolveInput, "resolve"))
-        except ScopeError as error:
-            raise update_rejection(error) from None
-
-    @workflow.signal(name=names.TOOL_INPUT)
-    def tool_input_signal(self, raw: RawValue) -> None:
-        driver = self._require_driver()
-        try:
-            input = inputs.decode(raw, ToolInputAnswer, "tool_input")
-        except ScopeError as error:
-            driver.reject(inputs.claimed_id(raw, "answer_id"), "tool_input", error)
-            return
-        driver.tool_input_signal(input)
+        with refused_as_update():
+            self._process().validate_steer(inputs.decode(raw, SteerInput, "steer"))
 
     @workflow.update(name=names.TOOL_INPUT)
     def tool_input_update(self, raw: RawValue) -> bool:
@@ -221,60 +161,32 @@ class InteractionWorkflow(CommandsInTask):
             input = inputs.decode(raw, ToolInputAnswer, "tool_input")
         except ScopeError as error:
             return error
-        return self._require_driver().answer_elsewhere(input)
+        return self._process().answer_elsewhere(input)
 
     @workflow.update(name=names.TASK_SUBMIT)
     async def submit_task(self, raw: RawValue) -> str:
-        try:
+        with refused_as_update():
             input = inputs.decode(raw, TaskSubmitInput, "task_submit")
-            return await self._require_driver().submissions.submit(input)
-        except ScopeError as error:
-            raise update_rejection(error) from None
+            return await self._process().submissions.submit(input)
 
     @submit_task.validator
     def _validate_submit_task(self, raw: RawValue) -> None:
         refuse_update_after_commands()
-        try:
+        with refused_as_update():
             input = inputs.decode(raw, TaskSubmitInput, "task_submit")
-            self._require_driver().submissions.check(input)
-        except ScopeError as error:
-            raise update_rejection(error) from None
-
-    @workflow.signal(name=names.PAUSE)
-    def pause(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
-        driver = self._require_driver()
-        try:
-            inputs.decode_optional(raw, ControlInput, "pause")
-        except ScopeError as error:
-            driver.reject("", "pause", error)
-            return
-        driver.pause()
-
-    @workflow.signal(name=names.RESUME)
-    def resume(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
-        driver = self._require_driver()
-        try:
-            inputs.decode_optional(raw, ControlInput, "resume")
-        except ScopeError as error:
-            driver.reject("", "resume", error)
-            return
-        driver.resume()
+            self._process().submissions.check(input)
 
     @workflow.signal(name=names.ATTENTION)
     def attention_signal(self, report: AttentionReport) -> None:
         """A child's report of what it needs from a person (sent by the SDK only)."""
-        self._require_driver().attention_signal(report)
-
-    @workflow.query(name=names.SNAPSHOT_QUERY)
-    def snapshot(self) -> ProcessSnapshot:
-        return self._require_driver().snapshot()
+        self._process().attention_signal(report)
 
     @workflow.query(name=names.CONTEXT_QUERY)
     def context_page(self, input: ContextPageRequest) -> ContextPage:
         """Messages of the latest model call, for a worker whose cache missed them."""
-        return self._require_driver().context_page(input)
+        return self._process().context_page(input)
 
-    def _require_driver(self) -> InteractionDriver:
+    def _process(self) -> InteractionDriver:
         if self._driver is None:
             raise errors.ProtocolError("The Interaction has not started yet.")
         return self._driver

@@ -8,6 +8,9 @@ id is the session id; each turn is a child `scope.Interaction` `<session id>/tur
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RawValue
 
@@ -28,14 +31,14 @@ from scope_temporal.payloads import (
 )
 from scope_temporal.run_context import check_run_context
 from scope_temporal.workflows import inputs, serving
-from scope_temporal.workflows.outcomes import failure_error, update_rejection
+from scope_temporal.workflows.outcomes import failure_error, refused_as_update, scope_workflow
 from scope_temporal.workflows.session_transport import SessionTemporalTransport
 from scope_temporal.workflows.task_commands import CommandsInTask, refuse_update_after_commands
 
+T = TypeVar("T", bound=BaseModel)
 
-# ScopeError: as for scope.Interaction, a deterministic framework error fails the workflow
-# with its code. Not sandboxed, for the same reasons (see workflows/interaction.py).
-@workflow.defn(name=names.SESSION_WORKFLOW, failure_exception_types=[ScopeError], sandboxed=False)
+
+@scope_workflow(names.SESSION_WORKFLOW)
 class SessionWorkflow(CommandsInTask):
     """One session: a conversation of turns of one registered Definition."""
 
@@ -71,27 +74,23 @@ class SessionWorkflow(CommandsInTask):
 
     @workflow.update(name=names.SESSION_SEND)
     async def send(self, raw: RawValue) -> SendReceipt:
-        try:
+        with refused_as_update():
             input = inputs.decode(raw, SessionSend, "session send")
             duplicate = self._driver.validate_send(input)
             if duplicate is not None:
                 return await self._driver.duplicate(duplicate)
             return await self._driver.send(input)
-        except ScopeError as error:
-            raise update_rejection(error) from None
 
     @send.validator
     def _validate_send(self, raw: RawValue) -> None:
         refuse_update_after_commands()
-        try:
+        with refused_as_update():
             if self._refusal is not None:
                 raise errors.refusal(self._refusal.code, self._refusal.message)
             self._check_served()
             input = inputs.decode(raw, SessionSend, "session send")
             if self._driver.validate_send(input) is None:
                 self._driver.check_room(input)  # a validator never runs on replay
-        except ScopeError as error:
-            raise update_rejection(error) from None
 
     def _check_served(self) -> None:
         """Refuse a message this worker cannot run a turn for (validators only: the
@@ -108,22 +107,16 @@ class SessionWorkflow(CommandsInTask):
     @workflow.signal(name=names.SESSION_STEER_TAKEN)
     def steer_taken(self, raw: RawValue) -> None:
         """The running turn's answer to a steer (see `SessionDriver.steer_taken`)."""
-        try:
-            input = inputs.decode(raw, SteerTaken, "steer answer")
-        except ScopeError as error:
-            workflow.logger.warning("a turn's steer answer was refused: %s", error)
-            return
-        self._driver.steer_taken(input)
+        input = _from_the_tree(raw, SteerTaken, "steer answer")
+        if input is not None:
+            self._driver.steer_taken(input)
 
     @workflow.signal(name=names.SESSION_NOTICE)
     def notice(self, raw: RawValue) -> None:
         """A background task of a turn ended or asks for input (see `SessionDriver.notice`)."""
-        try:
-            input = inputs.decode(raw, SteerInput, "notification")
-        except ScopeError as error:
-            workflow.logger.warning("a notification was refused: %s", error)
-            return
-        self._driver.notice(input)
+        input = _from_the_tree(raw, SteerInput, "notification")
+        if input is not None:
+            self._driver.notice(input)
 
     @workflow.update(name=names.SESSION_END)
     def end(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
@@ -133,13 +126,11 @@ class SessionWorkflow(CommandsInTask):
     @end.validator
     def _validate_end(self, raw: RawValue = inputs.NO_PAYLOAD) -> None:
         refuse_update_after_commands()
-        try:
+        with refused_as_update():
             inputs.decode_optional(raw, SessionEndInput, "session end")
             refusal = self._driver.end_refusal()
             if refusal is not None:
                 raise refusal
-        except ScopeError as error:
-            raise update_rejection(error) from None
 
     @workflow.query(name=names.SESSION_SNAPSHOT_QUERY)
     def snapshot(self) -> SessionSnapshot:
@@ -149,3 +140,13 @@ class SessionWorkflow(CommandsInTask):
     def context_page(self, input: ContextPageRequest) -> ContextPage:
         """Transcript messages by range: a turn's base, for a worker whose cache missed it."""
         return self._driver.context_page(input)
+
+
+def _from_the_tree(raw: RawValue, model: type[T], what: str) -> T | None:
+    """A signal the session's own tree sends, or None (logged) when it is malformed: no
+    host sent it, so there is nobody to refuse it to."""
+    try:
+        return inputs.decode(raw, model, what)
+    except ScopeError as error:
+        workflow.logger.warning("a %s was refused: %s", what, error)
+        return None

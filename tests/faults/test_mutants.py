@@ -220,8 +220,7 @@ MUTANTS: tuple[Mutant, ...] = (
         '        attempt = attempt.model_copy(update={"entry": 2})\n'
         "        return await attempt_tool(\n"
         "            transport, attempt, start_to_close=start_to_close, heartbeat=heartbeat,\n"
-        "            events_to=events_to, report_to=report_to, task_queue=task_queue,\n"
-        "            session_id=session_id,\n"
+        "            route=route, task_queue=task_queue,\n"
         "        )\n"
         "    if not isinstance(outcome, Backgrounded):\n        return outcome\n",
         (

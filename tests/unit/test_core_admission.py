@@ -128,14 +128,16 @@ def _attempt(tool_name: str, approval: ApprovalRecord | None, /, **arguments: An
 
 def test_seam_08_the_tool_guard_refuses_a_covered_attempt_without_an_approval() -> None:
     tools = ToolRegistry(TOOLS)
-    refused = unauthorised(_attempt("restart_service", None, name="web-1"), definition(), tools)
+    restart = tools.get("restart_service")
+    refused = unauthorised(_attempt("restart_service", None, name="web-1"), definition(), restart)
     assert isinstance(refused, Rejected) and refused.code == TOOL_NOT_AUTHORIZED
     assert "needs approval" in refused.result.content
-    denied = unauthorised(_attempt("restart_service", DENIED, name="web-1"), definition(), tools)
+    denied = unauthorised(_attempt("restart_service", DENIED, name="web-1"), definition(), restart)
     assert isinstance(denied, Rejected) and denied.code == TOOL_APPROVAL_DENIED
     approved = _attempt("restart_service", APPROVED, name="web-1")
-    assert unauthorised(approved, definition(), tools) is None
-    assert unauthorised(_attempt("read_status", None, name="a"), definition(), tools) is None
+    assert unauthorised(approved, definition(), restart) is None
+    read = tools.get("read_status")
+    assert unauthorised(_attempt("read_status", None, name="a"), definition(), read) is None
 
 
 async def test_seam_08_a_refused_attempt_never_enters_the_tool_body() -> None:
@@ -226,10 +228,11 @@ def test_seam_08_what_the_machine_admits_the_guard_admits(
     attempt = child.next_attempt()
     assert attempt is not None
     d = definition(policy)
-    assert unauthorised(attempt, d, ToolRegistry(TOOLS)) is None
+    served = ToolRegistry(TOOLS).get(name)
+    assert unauthorised(attempt, d, served) is None
     stripped = attempt.model_copy(update={"approval": None})  # as a hand-started call has
     covered = name != "read_status"
-    assert (unauthorised(stripped, d, ToolRegistry(TOOLS)) is not None) == covered
+    assert (unauthorised(stripped, d, served) is not None) == covered
 
 
 def test_c26_a_slot_recorded_with_the_old_approval_pair_decodes_to_one_field() -> None:
