@@ -10,8 +10,10 @@ tool arguments and results into the server's history in plaintext.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from typing import TypeGuard
+import json
+from typing import Any, Self, TypeGuard
 
 from pydantic import BaseModel
 from pydantic_core import to_json
@@ -25,11 +27,13 @@ from temporalio.converter import (
     DataConverter,
     DefaultPayloadConverter,
     ExternalStorage,
+    SerializationContext,
     StorageDriver,
+    WithSerializationContext,
 )
 
 from scope_temporal.errors import ConfigurationError
-from scope_temporal.wire import compact
+from scope_temporal.wire import Derived, compact, expand
 
 DEFAULT_OFFLOAD_THRESHOLD_BYTES = 256 * 1024
 """Payloads over this size go to external storage when a `storage=` driver is given."""
@@ -39,13 +43,37 @@ def _ours(value: object) -> TypeGuard[BaseModel]:
     return isinstance(value, BaseModel) and type(value).__module__.startswith("scope_temporal.")
 
 
-class _CompactJSON(PydanticJSONPlainPayloadConverter):
-    """Pydantic's JSON payloads, scope-temporal's own models in the compact form."""
+class _CompactJSON(PydanticJSONPlainPayloadConverter, WithSerializationContext):
+    """Pydantic's JSON payloads, scope-temporal's own models in the compact form; given
+    the workflow a payload belongs to (Temporal's serialization context), what its id
+    derives is left out and put back (`scope_temporal.wire`, rule 5)."""
+
+    _workflow_id: str | None = None
+
+    def with_context(self, context: SerializationContext) -> Self:
+        workflow_id = getattr(context, "workflow_id", None)
+        if workflow_id == self._workflow_id:
+            return self
+        bound = copy.copy(self)  # shares the type adapter cache
+        bound._workflow_id = workflow_id
+        return bound
 
     def to_payload(self, value: object) -> Payload | None:
         if not _ours(value):
             return super().to_payload(value)
-        return Payload(metadata={"encoding": self.encoding.encode()}, data=to_json(compact(value)))
+        data = to_json(compact(value, self._workflow_id))
+        return Payload(metadata={"encoding": self.encoding.encode()}, data=data)
+
+    def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
+        if (
+            self._workflow_id is None
+            or not isinstance(type_hint, type)
+            or not issubclass(type_hint, Derived)
+            or type_hint.WIRE_CONTEXT is None
+        ):
+            return super().from_payload(payload, type_hint)
+        data = expand(type_hint, json.loads(payload.data), self._workflow_id)
+        return super().from_payload(Payload(data=to_json(data)), type_hint)
 
 
 class ScopePayloadConverter(PydanticPayloadConverter):

@@ -34,7 +34,7 @@ from scope_temporal.payloads import (
     ToolCallInput,
 )
 from scope_temporal.tools.outcome import AttemptOutcome
-from scope_temporal.wire import compact
+from scope_temporal.wire import MARK, compact
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 
@@ -171,15 +171,40 @@ def test_a_users_model_keeps_pydantics_form() -> None:
 
 def test_routes_naming_the_caller_are_marked_and_come_back() -> None:
     value = ToolCallInput(
-        request=_request(), start_to_close=timedelta(seconds=5), events_to="p", report_to="p"
+        request=_request(),
+        start_to_close=timedelta(seconds=5),
+        heartbeat=timedelta(seconds=10),
+        payload_limit=1_000_000,
+        events_to="p",
+        report_to="p",
     )
     short = compact(value)
-    assert short["events_to"] is True and short["report_to"] is True
+    assert short[MARK] == 1
+    assert not {"events_to", "report_to", "heartbeat", "payload_limit"} & set(short)
     assert ToolCallInput.model_validate(short) == value
+    bare = value.model_copy(update={"heartbeat": None, "payload_limit": None})
+    short = compact(bare)  # marked, it would have to write two nulls: the `true`s are shorter
+    assert MARK not in short and short["events_to"] is True and short["report_to"] is True
+    assert ToolCallInput.model_validate(short) == bare
     elsewhere = value.model_copy(update={"events_to": "root", "report_to": None})
     short = compact(elsewhere)
-    assert short["events_to"] == "root" and "report_to" not in short
+    assert short[MARK] == 1 and not {"payload_limit", "heartbeat"} & set(short)
+    assert short["events_to"] == "root" and short["report_to"] is None  # marked: null written
     assert ToolCallInput.model_validate(short) == elsewhere
+
+
+def test_an_unmarked_payload_keeps_the_meaning_it_was_written_with() -> None:
+    """Payloads written before rule 6 carry no mark: a field left out is its model default
+    (None), and `true` names the caller."""
+    written_before = {
+        "request": compact(_request()),
+        "start_to_close": "PT5S",
+        "events_to": True,
+        "report_to": True,
+    }
+    value = ToolCallInput.model_validate(written_before)
+    assert value.events_to == value.report_to == "p"
+    assert value.heartbeat is None and value.payload_limit is None
 
 
 def test_a_model_calls_first_effect_id_and_own_stream_are_derived() -> None:
@@ -193,11 +218,15 @@ def test_a_model_calls_first_effect_id_and_own_stream_are_derived() -> None:
         options=Options(),
         prefix=ContextRef(count=0, digest=""),
         new_messages=(Message.user("hi"),),
+        heartbeat=timedelta(seconds=10),
         events_to="p",
     )
     short = compact(value)
-    assert "effect_id" not in short and short["events_to"] is True
+    assert short[MARK] == 1 and not {"effect_id", "events_to", "heartbeat"} & set(short)
     assert ModelActivityInput.model_validate(short) == value
+    unmarked = {k: v for k, v in short.items() if k != MARK}
+    unmarked |= {"events_to": True, "heartbeat": "PT10S"}
+    assert ModelActivityInput.model_validate(unmarked) == value
     retry = value.model_copy(update={"effect_id": "p/model/2/retry/1", "attempt": 2})
     assert compact(retry)["effect_id"] == "p/model/2/retry/1"
     assert ModelActivityInput.model_validate(compact(retry)) == retry
