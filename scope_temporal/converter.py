@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from typing import Any, Self, TypeGuard
+from typing import Any, Self, TypeGuard, TypeVar
 
 from pydantic import BaseModel
 from pydantic_core import to_json
@@ -30,10 +30,13 @@ from temporalio.converter import (
     SerializationContext,
     StorageDriver,
     WithSerializationContext,
+    WorkflowSerializationContext,
 )
 
 from scope_temporal.errors import ConfigurationError
 from scope_temporal.wire import Derived, compact, expand
+
+M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_OFFLOAD_THRESHOLD_BYTES = 256 * 1024
 """Payloads over this size go to external storage when a `storage=` driver is given."""
@@ -146,6 +149,21 @@ def with_scope_converter(client: Client, storage: StorageDriver | None = None) -
     return Client(**config)
 
 
+def read_recorded(payload: Payload, model: type[M], workflow_id: str) -> M:
+    """A payload of scope-temporal's recorded in `workflow_id`'s history (its input or
+    result, or an input or result of its activities), read as `model` outside a worker:
+    what the id derives is put back (`scope_temporal.wire`, rule 5). The payload must be
+    decoded already (no codec runs here).
+
+    Raises:
+        ValueError: it is not a valid `model` (pydantic's ValidationError).
+    """
+    context = WorkflowSerializationContext(namespace="", workflow_id=workflow_id)
+    value = ScopePayloadConverter().with_context(context).from_payload(payload, model)
+    assert isinstance(value, model)
+    return value
+
+
 def is_decode_failure(error: BaseException) -> bool:
     """Whether `error` is a payload that could not be decoded (a codec the reader lacks)."""
     text = str(error)
@@ -156,6 +174,7 @@ __all__ = [
     "DEFAULT_OFFLOAD_THRESHOLD_BYTES",
     "ScopePayloadConverter",
     "is_decode_failure",
+    "read_recorded",
     "scope_data_converter",
     "with_scope_converter",
 ]

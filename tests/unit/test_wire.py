@@ -17,13 +17,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 from temporalio.api.common.v1 import Payload
+from temporalio.converter import WorkflowSerializationContext
 
 from scope_temporal.activities.model_call import ModelResult
-from scope_temporal.chat import Message, Options, ToolCall
+from scope_temporal.chat import Message, Options, ToolCall, ToolResult
 from scope_temporal.context_refs import ContextRef
 from scope_temporal.converter import ScopePayloadConverter
 from scope_temporal.interaction.effects import CallSettled, ToolEffectRequest
 from scope_temporal.interaction.session_values import SessionSnapshot
+from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
     InteractionInput,
@@ -33,7 +35,7 @@ from scope_temporal.payloads import (
     ToolActivityInput,
     ToolCallInput,
 )
-from scope_temporal.tools.outcome import AttemptOutcome
+from scope_temporal.tools.outcome import AttemptOutcome, Succeeded
 from scope_temporal.wire import MARK, compact
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
@@ -53,17 +55,20 @@ ACTIVITY_INPUTS = {"scope.model": ModelActivityInput, "scope.tool": ToolActivity
 ACTIVITY_RESULTS: dict[str, Any] = {"scope.model": ModelResult, "scope.tool": AttemptOutcome}
 
 
-def _typed_payloads(path: Path) -> list[tuple[Any, dict[str, Any]]]:
-    """(type, payload JSON) of every payload in the history whose type we know."""
+def _typed_payloads(path: Path) -> list[tuple[Any, dict[str, Any], str]]:
+    """(type, payload JSON, id of the workflow it belongs to) of every payload in the
+    history whose type we know."""
     events = json.loads(path.read_text())["events"]
-    own_type = ""
+    own_type = own_id = ""
     activity_types: dict[str, str] = {}
-    found: list[tuple[Any, dict[str, Any]]] = []
+    found: list[tuple[Any, dict[str, Any], str]] = []
     for event in events:
         kind = event["eventType"]
+        belongs_to = own_id
         if kind == "EVENT_TYPE_WORKFLOW_EXECUTION_STARTED":
             a = event["workflowExecutionStartedEventAttributes"]
-            own_type = a["workflowType"]["name"]
+            own_type, own_id = a["workflowType"]["name"], a["workflowId"]
+            belongs_to = own_id
             hint, payloads = STARTED.get(own_type), a.get("input", {}).get("payloads", [])
         elif kind == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW":
             a = event["workflowExecutionContinuedAsNewEventAttributes"]
@@ -75,6 +80,7 @@ def _typed_payloads(path: Path) -> list[tuple[Any, dict[str, Any]]]:
             a = event["startChildWorkflowExecutionInitiatedEventAttributes"]
             hint = STARTED.get(a["workflowType"]["name"])
             payloads = a.get("input", {}).get("payloads", [])
+            belongs_to = a["workflowId"]
         elif kind == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED":
             a = event["activityTaskScheduledEventAttributes"]
             activity_types[str(event["eventId"])] = a["activityType"]["name"]
@@ -87,7 +93,7 @@ def _typed_payloads(path: Path) -> list[tuple[Any, dict[str, Any]]]:
         else:
             continue
         if hint is not None and payloads:
-            found.append((hint, payloads[0]))
+            found.append((hint, payloads[0], belongs_to))
     return found
 
 
@@ -97,9 +103,9 @@ def _payload(raw: dict[str, Any]) -> Payload:
 
 
 CASES = [
-    pytest.param(hint, raw, id=f"{path.stem}-{i}")
+    pytest.param(hint, raw, workflow_id, id=f"{path.stem}-{i}")
     for path in sorted(HISTORIES.rglob("*.json"))
-    for i, (hint, raw) in enumerate(_typed_payloads(path))
+    for i, (hint, raw, workflow_id) in enumerate(_typed_payloads(path))
 ]
 
 
@@ -109,16 +115,26 @@ def test_the_checked_in_histories_hold_payloads_of_every_kind() -> None:
     assert len(CASES) > 100
 
 
-@pytest.mark.parametrize(("hint", "raw"), CASES)
+@pytest.mark.parametrize(("hint", "raw", "workflow_id"), CASES)
 def test_every_recorded_payload_reads_back_equal_from_its_compact_form(
-    hint: Any, raw: dict[str, Any]
+    hint: Any, raw: dict[str, Any], workflow_id: str
 ) -> None:
+    """With and without the id of the workflow it belongs to (rule 5: what Temporal hands
+    the converter in a worker): a recorded payload holds every field, so its id puts
+    nothing back, and written again with it, it reads back equal."""
     converter = ScopePayloadConverter()
+    in_context = converter.with_context(_context(workflow_id))
     long_form = _payload(raw)
     value = converter.from_payloads([long_form], [hint])[0]
-    short_form = converter.to_payloads([value])[0]
-    assert converter.from_payloads([short_form], [hint])[0] == value
-    assert len(short_form.data) <= len(long_form.data)
+    assert in_context.from_payloads([long_form], [hint])[0] == value
+    for writer in (converter, in_context):
+        short_form = writer.to_payloads([value])[0]
+        assert writer.from_payloads([short_form], [hint])[0] == value
+        assert len(short_form.data) <= len(long_form.data)
+
+
+def _context(workflow_id: str) -> WorkflowSerializationContext:
+    return WorkflowSerializationContext(namespace="default", workflow_id=workflow_id)
 
 
 def _request(**changes: Any) -> ToolEffectRequest:
@@ -230,3 +246,98 @@ def test_a_model_calls_first_effect_id_and_own_stream_are_derived() -> None:
     retry = value.model_copy(update={"effect_id": "p/model/2/retry/1", "attempt": 2})
     assert compact(retry)["effect_id"] == "p/model/2/retry/1"
     assert ModelActivityInput.model_validate(compact(retry)) == retry
+
+
+# --- issue 28.2: a small call's envelopes, pinned ------------------------------------
+
+W_ROOT = "w-always-af56b8646a1c"
+W_CHILD = f"{W_ROOT}/tool/19/1"
+
+
+def _w_call() -> ToolEffectRequest:
+    """W's `lookup(n=55)`, the 2nd call of the 19th model call, as its Interaction asks."""
+    return _request(
+        definition="w-always",
+        digest="de61ff267282507a0c19b4058770942bff941706ae93599b81772129ada2245d",
+        process_id=W_CHILD,
+        parent_id=W_ROOT,
+        effect_id=f"{W_ROOT}/call/19/1",
+        ref=f"{W_ROOT}/19/1",
+        model_call_seq=19,
+        call_index=1,
+        call=ToolCall(id="call_2", name="lookup", arguments='{"n": 55}'),
+        granted=("exec", "read", "write"),
+    )
+
+
+def _written(value: BaseModel, workflow_id: str) -> bytes:
+    """The payload as a worker writes it for `workflow_id`, checked to read back equal."""
+    converter = ScopePayloadConverter().with_context(_context(workflow_id))
+    payload = converter.to_payloads([value])[0]
+    assert converter.from_payloads([payload], [type(value)])[0] == value
+    return payload.data
+
+
+def test_a_small_calls_envelopes_stay_near_its_data() -> None:
+    """In `always`, the ToolCall child's input (written twice: the parent's start event and
+    the child's own) was 404 bytes for a 52-byte call; its activity's input 365, its
+    result 150. What is left: the call, the Definition's name and digest, the mark."""
+    request = _w_call()
+    start = ToolCallInput(
+        request=request,
+        start_to_close=timedelta(minutes=10, seconds=5),
+        heartbeat=timedelta(seconds=10),
+        payload_limit=1_000_000,
+        events_to=W_ROOT,
+        report_to=W_ROOT,
+    )
+    attempt = ToolActivityInput(
+        attempt=ToolAttempt(request=request, entry=1), heartbeat=timedelta(seconds=10)
+    )
+    result = CallSettled(
+        effect_id=request.effect_id,
+        outcome=Succeeded(result=ToolResult(call_id="call_2", name="lookup", content="fact 55")),
+    )
+    assert len(_written(start, W_CHILD)) <= 165
+    assert len(_written(attempt, W_CHILD)) <= 180  # in the child
+    assert len(_written(attempt, W_ROOT)) <= 215  # `on_demand`: in the Interaction
+    assert len(_written(result, W_CHILD)) <= 100
+    assert json.loads(_written(start, W_CHILD)) == {
+        "request": {
+            "definition": "w-always",
+            "digest": "3mH_JnKCUHoMGbQFh3CUK_-UFwauk1mbgXchKa2iJF0",
+            "call": {"id": "call_2", "name": "lookup", "arguments": '{"n": 55}'},
+        },
+        MARK: 1,
+    }
+
+
+def test_what_a_workflow_id_derives_stays_when_it_differs() -> None:
+    """A hand-started ToolCall (a forged one, in the authority tests) has an id that
+    names no call: its request is written whole, and reads back as it was."""
+    forged = ToolCallInput(
+        request=_w_call().model_copy(update={"process_id": f"{W_ROOT}/forged/1"}),
+        start_to_close=timedelta(seconds=30),
+    )
+    written = json.loads(_written(forged, f"{W_ROOT}/forged/1"))
+    assert written["request"]["parent_id"] == W_ROOT
+    assert written["request"]["model_call_seq"] == 19
+    other_call = json.loads(
+        _written(
+            ToolCallInput(request=_w_call(), start_to_close=timedelta(seconds=30)),
+            f"{W_ROOT}/tool/2/0",
+        )
+    )
+    # each field on its own: the same caller is left out, another position is written
+    assert "parent_id" not in other_call["request"]
+    assert other_call["request"]["model_call_seq"] == 19
+    assert other_call["request"]["call_index"] == 1
+
+
+def test_a_digest_reads_back_as_hex() -> None:
+    short = compact(_w_call())
+    assert len(short["digest"]) == 43
+    assert ToolEffectRequest.model_validate(short).digest == _w_call().digest
+    odd = _w_call().model_copy(update={"digest": "not-a-sha256"})
+    assert compact(odd)["digest"] == "not-a-sha256"  # only a lowercase hex SHA-256 shrinks
+    assert ToolEffectRequest.model_validate(compact(odd)) == odd
