@@ -92,6 +92,19 @@ class ScopePayloadConverter(PydanticPayloadConverter):
             )
         )
 
+    def with_context(self, context: SerializationContext) -> Self:
+        """This converter for payloads of the workflow `context` names. A copy that shares
+        the converters (the base class builds every one anew, for every command)."""
+        converters = {
+            key: c.with_context(context) if isinstance(c, WithSerializationContext) else c
+            for key, c in self.converters.items()
+        }
+        if all(converters[key] is c for key, c in self.converters.items()):
+            return self
+        bound = copy.copy(self)
+        bound.converters = converters
+        return bound
+
 
 def scope_data_converter(
     base: DataConverter | None = None,

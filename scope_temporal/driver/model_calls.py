@@ -9,7 +9,9 @@ the messages that are new since the previous call and a reference to the rest (s
 worker rebuilds the exact request; on a cache miss it asks for the prefix (the
 `scope.context` query), which `page` answers. A session's turn refers to its base (the
 session's transcript) the same way, and `page` answers only for the turn's own messages.
-A call that returns no data is unknown.
+The model's reply, which the next call sends back, is referred to as well: the worker
+that answered keeps it after the messages it was sent (`remember_reply`), and the
+history holds it already as that call's result. A call that returns no data is unknown.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from scope_temporal.interaction.effects import (
     CallModel,
     ModelEffectRequest,
     ModelOutcome,
+    ModelResponded,
     ModelUnknown,
     WaitRetry,
 )
@@ -77,9 +80,11 @@ class ModelCaller:
     """
 
     def __init__(self, context_sent: int = 0, seed: ContextRef = EMPTY_REF) -> None:
-        # the messages of the latest model call, with their chain digests
+        # the messages of the latest model call, with their chain digests (and its reply)
         self._sent = ContextChain(seed)
         self._context_sent = context_sent
+        # the latest call was answered unreduced: `_sent` ends with its reply
+        self._replied = False
 
     @property
     def context_sent(self) -> int:
@@ -106,17 +111,24 @@ class ModelCaller:
             self._sent = ContextChain(seed)
             self._context_sent = 0
         kept = self._sent.sync(request.messages)
-        prefix = self._sent.ref(min(kept, self._context_sent))
-        self._context_sent = len(request.messages)
-        payload = ModelActivityInput.of(
-            request,
-            prefix=prefix,
-            advertised=machine.advertised,
-            heartbeat=machine.definition.model_heartbeat_timeout,
-            events_to=events_to,
-        ).model_copy(update={"mcp_tools": listings_of(machine.definition)})
+        sent_before = min(kept, self._context_sent)
+        held = min(kept, self._context_sent + 1) if self._replied else sent_before
+        self._context_sent, self._replied = len(request.messages), False
+
+        def payload_from(prefix: ContextRef) -> ModelActivityInput:
+            return ModelActivityInput.of(
+                request,
+                prefix=prefix,
+                advertised=machine.advertised,
+                heartbeat=machine.definition.model_heartbeat_timeout,
+                events_to=events_to,
+            ).model_copy(update={"mcp_tools": listings_of(machine.definition)})
+
         # Only what is new crosses the engine; the whole conversation may outgrow a
-        # payload (the model's own context window is its bound), a single new message may not.
+        # payload (the model's own context window is its bound), a single new message may
+        # not. Checked with the previous reply among the new messages, as before replies
+        # were referred to: a replay decides as the run it replays did.
+        payload = payload_from(self._sent.ref(sent_before))
         refused = oversized(
             payload,
             f"The new messages for model {request.model!r} (#{request.model_call_seq})",
@@ -127,6 +139,8 @@ class ModelCaller:
         if refused is not None:
             machine.fail(errors.PAYLOAD_TOO_LARGE, refused)
             return None
+        if held > sent_before:  # the previous reply, by reference
+            payload = payload_from(self._sent.ref(held))
         # the call's text follows its model_started event in the stream
         await transport.flush_events()
         # raises CancelledError when the Interaction is being cancelled (the driver ends it)
@@ -141,6 +155,10 @@ class ModelCaller:
         if machine.done:
             return None
         machine.on_model(result)
+        if isinstance(result, ModelResponded) and result.messages_sent is None:
+            # what the worker remembers after the messages it was sent (`remember_reply`)
+            self._sent.extend([result.response.message])
+            self._replied = True
         if machine.retry_reason is not None and isinstance(result, ModelUnknown):
             return None  # an unknown re-sent at once is not held: the next attempt shows
         if machine.retry_reason is None:
@@ -157,8 +175,8 @@ class ModelCaller:
             machine.retry_due(effect.effect_id)
 
     def page(self, query: ContextPageRequest) -> ContextPage:
-        """Messages [start, end) of the latest model call, at most about `max_bytes` (for a
-        turn: counted after its base, which the session answers for)."""
+        """Messages [start, end) of the latest model call (and its reply), at most about
+        `max_bytes` (for a turn: counted after its base, which the session answers for)."""
         return context_page(self._sent.messages, query)
 
 
