@@ -195,13 +195,14 @@ def _mark_defaults(value: Derived, dumped: dict[str, Any]) -> None:
             marked.pop(name, None)
         else:
             marked.setdefault(name, full[name])
-    if _size(marked) < _size(dumped):
+    if _size(marked, value.WIRE_DEFAULTS) < _size(dumped, value.WIRE_DEFAULTS):
         dumped.clear()
         dumped.update(marked)
 
 
-def _size(data: Any) -> int:
-    return len(json.dumps(data, separators=(",", ":")))
+def _size(data: dict[str, Any], names: Mapping[str, Any]) -> int:
+    """The JSON size of what the two forms differ in: the mark and the defaulted fields."""
+    return len(json.dumps({k: v for k, v in data.items() if k in names or k == MARK}))
 
 
 _HEX = frozenset("0123456789abcdef")
