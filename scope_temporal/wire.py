@@ -153,7 +153,8 @@ def _restore(value: Any, dumped: Any, *, tagged: bool) -> None:
                 dumped.setdefault(name, tag)
         for name in plan.nested:
             if name in dumped:
-                _restore(getattr(value, name), dumped[name], tagged=name not in plan.exact)
+                item = getattr(value, name)
+                _restore(item, dumped[name], tagged=plan.exact.get(name) is not type(item))
         if isinstance(value, Derived):
             for name, rule in value.WIRE_MARKED.items():
                 if name in dumped and dumped[name] == rule(dumped):
@@ -230,32 +231,36 @@ def _hex_digest(value: str) -> str:
 class _Plan(typing.NamedTuple):
     tags: tuple[tuple[str, Any], ...]
     nested: tuple[str, ...]
-    exact: frozenset[str]
-    """Nested fields typed as exactly one model (or None): their tags go unwritten."""
+    exact: Mapping[str, type[BaseModel]]
+    """Nested fields typed as exactly one model (or None), and that model: the tags of a
+    value of exactly that model go unwritten."""
 
 
 @functools.cache
 def _plan(cls: type[BaseModel]) -> _Plan:
     tags: list[tuple[str, Any]] = []
     nested: list[str] = []
-    exact: set[str] = set()
+    exact: dict[str, type[BaseModel]] = {}
     for name, field in cls.model_fields.items():
         annotation = field.annotation
         if typing.get_origin(annotation) is Literal and len(typing.get_args(annotation)) == 1:
             tags.append((name, typing.get_args(annotation)[0]))
         elif _may_hold_model(annotation):
             nested.append(name)
-            if _one_model(annotation):
-                exact.add(name)
-    return _Plan(tuple(tags), tuple(nested), frozenset(exact))
+            model = _one_model(annotation)
+            if model is not None:
+                exact[name] = model
+    return _Plan(tuple(tags), tuple(nested), types.MappingProxyType(exact))
 
 
-def _one_model(annotation: Any) -> bool:
-    """Whether a field of this type holds exactly one model class (or None)."""
+def _one_model(annotation: Any) -> type[BaseModel] | None:
+    """The model class a field of this type holds, if exactly one (or None)."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return len(args) == 1 and _one_model(args[0])
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+        return _one_model(args[0]) if len(args) == 1 else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
 
 
 def _may_hold_model(annotation: Any) -> bool:
