@@ -17,7 +17,6 @@ from typing import TypeVar
 from temporalio import activity
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
-from temporalio.converter import WithSerializationContext, WorkflowSerializationContext
 
 from scope_temporal import names
 from scope_temporal.activities.model_call import ModelResult, model_once
@@ -26,6 +25,7 @@ from scope_temporal.activities.model_input import (
     ModelRequestBuilder,
     RequestMismatch,
 )
+from scope_temporal.activities.raw_input import read_activity_input
 from scope_temporal.activities.served import ContextReducer
 from scope_temporal.activities.text_events import TextEvents
 from scope_temporal.activities.tool_attempt import attempt_once
@@ -171,12 +171,12 @@ class ScopeActivities:
     async def model(self, raw: RawValue) -> ModelResult:
         """Call the registered model once; see `call_model` for the classification.
 
-        The input (a `ModelActivityInput`, read by `_input`) names its context by
+        The input (a `ModelActivityInput`, read by `read_activity_input`) names its context by
         reference: the request is rebuilt from it first (see `model_input`); a prefix
         that cannot be obtained raises `ContextUnavailable` before the model is called,
         which the workflow records as unknown.
         """
-        input = _input(raw, ModelActivityInput)
+        input = read_activity_input(raw, ModelActivityInput)
         definition = self.registry.lookup(input.definition)
         try:
             request = await self.requests.rebuild(input, definition, _fetch_prefix)
@@ -209,8 +209,8 @@ class ScopeActivities:
 
     @activity.defn(name=names.TOOL_ACTIVITY)
     async def tool(self, raw: RawValue) -> AttemptOutcome:
-        """Enter the tool body once (the input: a `ToolActivityInput`, read by `_input`);
-        see `run_tool_attempt` for the classification.
+        """Enter the tool body once (the input: a `ToolActivityInput`, read by
+        `read_activity_input`); see `run_tool_attempt` for the classification.
 
         Background tools reach the worker's background runtime (their output store, the
         live runs held for a handoff, task access for `task_status`...) through
@@ -219,7 +219,7 @@ class ScopeActivities:
         limit becomes `Unknown(interaction.payload.too_large)`: the body ran, so only the
         host may settle the call (see `payload_limits`).
         """
-        input = _input(raw, ToolActivityInput)
+        input = read_activity_input(raw, ToolActivityInput)
         return await attempt_once(
             input.attempt,
             self,
@@ -230,26 +230,6 @@ class ScopeActivities:
             progress=_progress_events(input.events_to),
             sent_before=activity.info().attempt - 1,
         )
-
-
-_In = TypeVar("_In", ModelActivityInput, ToolActivityInput)
-
-
-def _input(raw: RawValue, model: type[_In]) -> _In:
-    """An activity's input, read with the id of the workflow that scheduled it: the
-    compact wire form leaves out what that id derives (`scope_temporal.wire`, rule 5).
-    Read here rather than by the SDK: with external storage configured, Temporal's
-    activity worker copies its data converter in a way that drops the serialization
-    context (`dataclasses.replace` builds a fresh payload converter), and the payload
-    would not read back."""
-    info = activity.info()
-    converter = activity.payload_converter()
-    if isinstance(converter, WithSerializationContext):
-        context = WorkflowSerializationContext(info.namespace, info.workflow_id or "")
-        converter = converter.with_context(context)
-    value = converter.from_payload(raw.payload, model)
-    assert isinstance(value, model)
-    return value
 
 
 _Sent = TypeVar("_Sent", TextEvent, ToolProgressEvent)
