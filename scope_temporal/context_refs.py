@@ -25,16 +25,20 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from scope_temporal.chat import Message
+from scope_temporal.wire import Derived
 
 
-class ContextRef(BaseModel):
-    """The first `count` messages of a context, named by their chain digest."""
+class ContextRef(Derived):
+    """The first `count` messages of a context, named by their chain digest (written in
+    base64url on the wire: `scope_temporal.wire`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    WIRE_DIGESTS: ClassVar[frozenset[str]] = frozenset({"digest"})
 
     count: int
     digest: str
@@ -44,11 +48,12 @@ class ContextRef(BaseModel):
 EMPTY_REF = ContextRef(count=0, digest="")
 
 
-class BaseRef(BaseModel):
+class BaseRef(Derived):
     """The first `count` messages of a turn's context: a session's transcript, held by
     the workflow `workflow_id` (its `scope.context` query returns them)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    WIRE_DIGESTS: ClassVar[frozenset[str]] = frozenset({"digest"})
 
     workflow_id: str
     count: int

@@ -10,8 +10,10 @@ tool arguments and results into the server's history in plaintext.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from typing import TypeGuard
+import json
+from typing import Any, Self, TypeGuard, TypeVar
 
 from pydantic import BaseModel
 from pydantic_core import to_json
@@ -25,11 +27,16 @@ from temporalio.converter import (
     DataConverter,
     DefaultPayloadConverter,
     ExternalStorage,
+    SerializationContext,
     StorageDriver,
+    WithSerializationContext,
+    WorkflowSerializationContext,
 )
 
 from scope_temporal.errors import ConfigurationError
-from scope_temporal.wire import compact
+from scope_temporal.wire import Derived, compact, expand
+
+M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_OFFLOAD_THRESHOLD_BYTES = 256 * 1024
 """Payloads over this size go to external storage when a `storage=` driver is given."""
@@ -39,13 +46,37 @@ def _ours(value: object) -> TypeGuard[BaseModel]:
     return isinstance(value, BaseModel) and type(value).__module__.startswith("scope_temporal.")
 
 
-class _CompactJSON(PydanticJSONPlainPayloadConverter):
-    """Pydantic's JSON payloads, scope-temporal's own models in the compact form."""
+class _CompactJSON(PydanticJSONPlainPayloadConverter, WithSerializationContext):
+    """Pydantic's JSON payloads, scope-temporal's own models in the compact form; given
+    the workflow a payload belongs to (Temporal's serialization context), what its id
+    derives is left out and put back (`scope_temporal.wire`, rule 5)."""
+
+    _workflow_id: str | None = None
+
+    def with_context(self, context: SerializationContext) -> Self:
+        workflow_id = getattr(context, "workflow_id", None)
+        if workflow_id == self._workflow_id:
+            return self
+        bound = copy.copy(self)  # shares the type adapter cache
+        bound._workflow_id = workflow_id
+        return bound
 
     def to_payload(self, value: object) -> Payload | None:
         if not _ours(value):
             return super().to_payload(value)
-        return Payload(metadata={"encoding": self.encoding.encode()}, data=to_json(compact(value)))
+        data = to_json(compact(value, self._workflow_id))
+        return Payload(metadata={"encoding": self.encoding.encode()}, data=data)
+
+    def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
+        if (
+            self._workflow_id is None
+            or not isinstance(type_hint, type)
+            or not issubclass(type_hint, Derived)
+            or type_hint.WIRE_CONTEXT is None
+        ):
+            return super().from_payload(payload, type_hint)
+        data = expand(type_hint, json.loads(payload.data), self._workflow_id)
+        return super().from_payload(Payload(data=to_json(data)), type_hint)
 
 
 class ScopePayloadConverter(PydanticPayloadConverter):
@@ -60,6 +91,19 @@ class ScopePayloadConverter(PydanticPayloadConverter):
                 for c in self.converters.values()
             )
         )
+
+    def with_context(self, context: SerializationContext) -> Self:
+        """This converter for payloads of the workflow `context` names. A copy that shares
+        the converters (the base class builds every one anew, for every command)."""
+        converters = {
+            key: c.with_context(context) if isinstance(c, WithSerializationContext) else c
+            for key, c in self.converters.items()
+        }
+        if all(converters[key] is c for key, c in self.converters.items()):
+            return self
+        bound = copy.copy(self)
+        bound.converters = converters
+        return bound
 
 
 def scope_data_converter(
@@ -118,6 +162,21 @@ def with_scope_converter(client: Client, storage: StorageDriver | None = None) -
     return Client(**config)
 
 
+def read_recorded(payload: Payload, model: type[M], workflow_id: str) -> M:
+    """A payload of scope-temporal's recorded in `workflow_id`'s history (its input or
+    result, or an input or result of its activities), read as `model` outside a worker:
+    what the id derives is put back (`scope_temporal.wire`, rule 5). The payload must be
+    decoded already (no codec runs here).
+
+    Raises:
+        ValueError: it is not a valid `model` (pydantic's ValidationError).
+    """
+    context = WorkflowSerializationContext(namespace="", workflow_id=workflow_id)
+    value = ScopePayloadConverter().with_context(context).from_payload(payload, model)
+    assert isinstance(value, model)
+    return value
+
+
 def is_decode_failure(error: BaseException) -> bool:
     """Whether `error` is a payload that could not be decoded (a codec the reader lacks)."""
     text = str(error)
@@ -128,6 +187,7 @@ __all__ = [
     "DEFAULT_OFFLOAD_THRESHOLD_BYTES",
     "ScopePayloadConverter",
     "is_decode_failure",
+    "read_recorded",
     "scope_data_converter",
     "with_scope_converter",
 ]

@@ -122,6 +122,16 @@ def tool_call_process_id(parent_id: str, model_call_seq: int, call_index: int) -
     return f"{parent_id}/tool/{model_call_seq}/{call_index}"
 
 
+def tool_call_position(process_id: str) -> tuple[str, int, int] | None:
+    """The (parent id, model call seq, call index) a ToolCall child's id names: the
+    inverse of `tool_call_process_id`; None for any other id."""
+    parent, marker, position = process_id.rpartition("/tool/")
+    seq, _, index = position.partition("/")
+    if not parent or not marker or not _canonical(seq, least=0) or not _canonical(index, least=0):
+        return None
+    return parent, int(seq), int(index)
+
+
 def delegate_process_id(parent_id: str, model_call_seq: int, call_index: int) -> str:
     """Workflow id of a Delegate child."""
     return f"{parent_id}/delegate/{model_call_seq}/{call_index}"

@@ -5,6 +5,7 @@ Fields can be added compatibly; every payload is JSON (pydantic data converter).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -19,7 +20,12 @@ from scope_temporal.context_refs import BaseRef, ContextRef
 from scope_temporal.ids import model_effect_id
 from scope_temporal.interaction.approvals import ApprovalGate
 from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
-from scope_temporal.interaction.effects import ModelEffectRequest, Settlement, ToolEffectRequest
+from scope_temporal.interaction.effects import (
+    ModelEffectRequest,
+    Settlement,
+    ToolEffectRequest,
+    call_position,
+)
 from scope_temporal.interaction.session_values import SessionState
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.task_values import AttemptPlan, TaskState, YieldMode
@@ -27,7 +33,7 @@ from scope_temporal.interaction.tool_call import ToolAttempt
 from scope_temporal.mcp.values import McpListing
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.tools.outcome import InputRequired, ProgressSummary, TaskLaunch, Unknown
-from scope_temporal.wire import Derivation, Derived
+from scope_temporal.wire import ContextRule, Derivation, Derived, Path
 
 
 class _Payload(BaseModel):
@@ -136,14 +142,39 @@ def _caller(d: Mapping[str, Any]) -> Any:
     return request.parent_id if isinstance(request, ToolEffectRequest) else request["parent_id"]
 
 
+DEFAULT_TOOL_START_TO_CLOSE = "PT10M5S"
+"""What a ToolCall input that leaves `start_to_close` out means: a Definition's default
+`tool_timeout` with the call's margin (never changes: such payloads mean it)."""
+USUAL_HEARTBEAT = "PT10S"
+"""What a marked payload (wire rule 6) leaving `heartbeat` out means: a Definition's
+default heartbeat timeouts (never changes: such payloads mean it)."""
+USUAL_PAYLOAD_LIMIT = 1_000_000
+"""What a marked ToolCall input leaving `payload_limit` out means: the default limit
+(never changes: such payloads mean it)."""
+
+
 class ToolCallInput(_Payload, Derived):
     """Start one `scope.ToolCall` child.
 
-    On the wire (`scope_temporal.wire`), `events_to` and `report_to` are written `true`
-    when they name the calling Interaction (`request.parent_id`).
+    On the wire (`scope_temporal.wire`), the caller and the call's position are left out
+    of `request` (the child's workflow id names them), and `start_to_close` when it is
+    `DEFAULT_TOOL_START_TO_CLOSE`. A marked payload leaves out `events_to` and
+    `report_to` naming the calling Interaction (`request.parent_id`), the usual
+    heartbeat and payload limit; an unmarked one (every one written before) writes them
+    `true` when they name the caller.
     """
 
     WIRE_MARKED: ClassVar[dict[str, Derivation]] = {"events_to": _caller, "report_to": _caller}
+    WIRE_DERIVED: ClassVar[dict[str, Derivation]] = {
+        "start_to_close": lambda d: DEFAULT_TOOL_START_TO_CLOSE
+    }
+    WIRE_DEFAULTS: ClassVar[dict[str, Derivation]] = {
+        "heartbeat": lambda d: USUAL_HEARTBEAT,
+        "payload_limit": lambda d: USUAL_PAYLOAD_LIMIT,
+        "events_to": _caller,
+        "report_to": _caller,
+    }
+    WIRE_CONTEXT: ClassVar[ContextRule | None] = functools.partial(call_position, ("request",))
 
     request: ToolEffectRequest
     start_to_close: timedelta
@@ -182,7 +213,10 @@ class ModelActivityInput(_Payload, Derived):
     """`scope.model`: the retained request, minus what the worker can get without history.
 
     On the wire (`scope_temporal.wire`) `effect_id` is left out when it is the model
-    call's first EffectID, and `events_to` is written `true` when it names the caller.
+    call's first EffectID, `process_id` when it is the scheduling workflow's id, `model`
+    and `options` when they are `"default"` and none; `events_to` naming the caller and
+    the usual heartbeat are left out of a marked payload (`true` in an unmarked one, as
+    every one written before); the digest is written in base64url.
 
     The worker rebuilds the exact `ModelEffectRequest`: the messages are `prefix` (from its
     cache, or the workflow's `scope.context` query, checked against the digest) followed
@@ -193,9 +227,17 @@ class ModelActivityInput(_Payload, Derived):
     """
 
     WIRE_DERIVED: ClassVar[dict[str, Derivation]] = {
-        "effect_id": lambda d: model_effect_id(d["process_id"], d["model_call_seq"])
+        "effect_id": lambda d: model_effect_id(d["process_id"], d["model_call_seq"]),
+        "model": lambda d: "default",
+        "options": lambda d: {},
     }
     WIRE_MARKED: ClassVar[dict[str, Derivation]] = {"events_to": lambda d: d["process_id"]}
+    WIRE_DEFAULTS: ClassVar[dict[str, Derivation]] = {
+        "heartbeat": lambda d: USUAL_HEARTBEAT,
+        "events_to": lambda d: d["process_id"],
+    }
+    WIRE_DIGESTS: ClassVar[frozenset[str]] = frozenset({"digest"})
+    WIRE_CONTEXT: ClassVar[ContextRule | None] = lambda workflow_id: {("process_id",): workflow_id}
 
     definition: str
     digest: str
@@ -341,7 +383,22 @@ class ContextPage(_Payload):
     """One past the last message returned; ask again from here while below the end."""
 
 
-class ToolActivityInput(_Payload):
+def _attempt_position(workflow_id: str) -> Mapping[Path, Any]:
+    """In a ToolCall child, its id names the caller and the call's position; in the
+    Interaction running the call's first attempt itself (`on_demand`), its id is the
+    caller's."""
+    at = ("attempt", "request")
+    return call_position(at, workflow_id) or {(*at, "parent_id"): workflow_id}
+
+
+class ToolActivityInput(_Payload, Derived):
+    """`scope.tool`: one attempt. On the wire (`scope_temporal.wire`) what the scheduling
+    workflow's id derives is left out of the request (see `_attempt_position`), and the
+    usual heartbeat out of a marked payload."""
+
+    WIRE_CONTEXT: ClassVar[ContextRule | None] = _attempt_position
+    WIRE_DEFAULTS: ClassVar[dict[str, Derivation]] = {"heartbeat": lambda d: USUAL_HEARTBEAT}
+
     attempt: ToolAttempt
     heartbeat: timedelta | None = None
     events_to: str | None = None

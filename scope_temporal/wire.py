@@ -10,15 +10,34 @@ cost ledger (`bench/ledger.py`) shows where each byte goes.
 The rules, for scope-temporal's own models only (a user's model keeps pydantic's form):
  1. A field whose value equals its default is left out; reading it back gives the
     default, so the decoded value is equal to the one sent.
- 2. A tag (a field typed as one `Literal` value, e.g. `kind`) is always written: unions
-    are told apart by it.
+ 2. A tag (a field typed as one `Literal` value, e.g. `kind`) is written wherever a union
+    may need it: at the top of a payload (unless its model is only ever read as itself,
+    `WIRE_EXACT`) and inside any field but one typed as exactly that model
+    (`request: ToolEffectRequest`), where the reader knows the model anyway.
  3. A model may name fields it derives from its other fields: a field equal to what its
     rule derives is left out (`WIRE_DERIVED`), or written as `true` where leaving it out
     already means something else in older payloads (`WIRE_MARKED`); reading puts the
     derived value back.
- 4. Reading accepts the long form too, so every history written before stays readable,
+ 4. A model may name fields holding a SHA-256 digest (`WIRE_DIGESTS`): a lowercase hex
+    digest (64 characters) is written in base64url (43), and read back as hex.
+ 5. A payload may leave out what the workflow id it belongs to derives (`WIRE_CONTEXT`):
+    a ToolCall child's id (`<parent>/tool/<seq>/<index>`) names its caller and the
+    call's position, and an activity's payloads belong to the workflow that scheduled
+    it. Temporal hands the converter that id (its serialization context) wherever such a
+    payload is written or read: the parent writing a child's input and reading its
+    result, the child reading its input and writing its result, a workflow and its
+    activity's worker on either side of an activity. A value is left out only when it
+    equals what the id derives, and put back only when missing, so a payload reads back
+    equal wherever it was written with the same id.
+ 6. A model may name newer defaults for optional fields (`WIRE_DEFAULTS`, e.g. the usual
+    heartbeat, or the caller as where events go), which a payload leaving such a field
+    out means only when it carries the mark `"_":1`; a marked payload writes every other
+    such field, even a null. Without the mark a missing field is its model default, as
+    in every payload written before.
+ 7. Reading accepts the long form too, so every history written before stays readable,
     and a payload written by this form is read by no older worker: roll workers forward
-    (docs/deploy.md).
+    (docs/deploy.md). A value a rule puts back (rule 3's and rule 6's constants among
+    them) never changes: payloads that leave the field out mean it.
 
 Left out: the payload's metadata (`{"encoding": "json/plain"}`), Temporal's own, which
 the hand-written workflows carry too.
@@ -26,8 +45,11 @@ the hand-written workflows carry too.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import functools
+import json
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -38,24 +60,46 @@ from pydantic import BaseModel, model_validator
 Derivation = Callable[[Mapping[str, Any]], Any]
 """Derives one field's JSON value from the other fields' (rule 3)."""
 
+Path = tuple[str, ...]
+"""A field inside a payload's JSON, by name at each level: `("request", "parent_id")`."""
+
+ContextRule = Callable[[str], Mapping[Path, Any]]
+"""The JSON values of the fields a workflow id derives (rule 5); {} when it derives none."""
+
 
 class Derived(BaseModel):
     """A model with fields derived from its others (rule 3): `WIRE_DERIVED` maps a field
     to its rule, for fields a payload leaves out when derived; `WIRE_MARKED` likewise, for
-    fields a payload writes as `true` when derived."""
+    fields a payload writes as `true` when derived. `WIRE_DIGESTS` names its digest fields
+    (rule 4); `WIRE_CONTEXT`, for a model sent as a whole payload, what the payload's
+    workflow id derives (rule 5); `WIRE_DEFAULTS` its marked defaults (rule 6);
+    `WIRE_EXACT`, that a payload of it is only ever read as it (rule 2)."""
 
     WIRE_DERIVED: ClassVar[dict[str, Derivation]] = {}
     WIRE_MARKED: ClassVar[dict[str, Derivation]] = {}
+    WIRE_DIGESTS: ClassVar[frozenset[str]] = frozenset()
+    WIRE_CONTEXT: ClassVar[ContextRule | None] = None
+    WIRE_DEFAULTS: ClassVar[dict[str, Derivation]] = {}
+    WIRE_EXACT: ClassVar[bool] = False
 
     @model_validator(mode="before")
     @classmethod
     def _derive(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
+        if cls.WIRE_DEFAULTS and data.get(MARK) == 1:
+            data = {k: v for k, v in data.items() if k != MARK}
+            for name, rule in cls.WIRE_DEFAULTS.items():
+                if name not in data:
+                    with contextlib.suppress(KeyError, TypeError, ValueError):
+                        data[name] = rule(data)
         todo = [n for n in cls.WIRE_DERIVED if n not in data]
         todo += [n for n in cls.WIRE_MARKED if data.get(n) is True]
-        if todo:
+        short = [n for n in cls.WIRE_DIGESTS if _is_short_digest(data.get(n))]
+        if todo or short:
             data = dict(data)
+            for name in short:
+                data[name] = _hex_digest(data[name])
             for name in todo:
                 rule = cls.WIRE_DERIVED.get(name) or cls.WIRE_MARKED[name]
                 # what a rule needs may be missing too: validation then says so
@@ -64,23 +108,53 @@ class Derived(BaseModel):
         return data
 
 
-def compact(value: BaseModel) -> Any:
-    """`value` as JSON-ready data in the compact form (rules 1-3)."""
+def compact(value: BaseModel, workflow_id: str | None = None) -> Any:
+    """`value` as JSON-ready data in the compact form (rules 1-5); `workflow_id`: the
+    workflow the payload belongs to (Temporal's serialization context), if known."""
     dumped = value.model_dump(mode="json", exclude_defaults=True)
-    _restore(value, dumped)
+    _restore(value, dumped, tagged=not (isinstance(value, Derived) and value.WIRE_EXACT))
+    rule = type(value).WIRE_CONTEXT if isinstance(value, Derived) else None
+    if rule is not None and workflow_id is not None:
+        for path, derived in rule(workflow_id).items():
+            _leave_out(dumped, path, derived)
     return dumped
 
 
-def _restore(value: Any, dumped: Any) -> None:
-    """Put back the tags `exclude_defaults` dropped (rule 2) and drop derived fields
-    (rule 3), walking only into fields whose type can hold a model."""
+def expand(model: type[BaseModel], data: Any, workflow_id: str) -> Any:
+    """Put back into a payload's JSON `data`, to be read as `model`, what its workflow id
+    derives and the payload left out (rule 5)."""
+    rule = model.WIRE_CONTEXT if issubclass(model, Derived) else None
+    if rule is None or not isinstance(data, dict):
+        return data
+    for path, derived in rule(workflow_id).items():
+        inner: Any = data
+        for name in path[:-1]:
+            inner = inner.get(name) if isinstance(inner, dict) else None
+        if isinstance(inner, dict):
+            inner.setdefault(path[-1], derived)
+    return data
+
+
+def _leave_out(dumped: Any, path: Path, derived: Any) -> None:
+    for name in path[:-1]:
+        dumped = dumped.get(name) if isinstance(dumped, dict) else None
+    if isinstance(dumped, dict) and path[-1] in dumped and dumped[path[-1]] == derived:
+        del dumped[path[-1]]
+
+
+def _restore(value: Any, dumped: Any, *, tagged: bool) -> None:
+    """Put back the tags `exclude_defaults` dropped where a reader may need them (rule 2),
+    drop derived fields (rule 3) and shorten digests (rule 4), walking only into fields
+    whose type can hold a model."""
     if isinstance(value, BaseModel) and isinstance(dumped, dict):
         plan = _plan(type(value))
-        for name, tag in plan.tags:
-            dumped.setdefault(name, tag)
+        if tagged:
+            for name, tag in plan.tags:
+                dumped.setdefault(name, tag)
         for name in plan.nested:
             if name in dumped:
-                _restore(getattr(value, name), dumped[name])
+                item = getattr(value, name)
+                _restore(item, dumped[name], tagged=plan.exact.get(name) is not type(item))
         if isinstance(value, Derived):
             for name, rule in value.WIRE_MARKED.items():
                 if name in dumped and dumped[name] == rule(dumped):
@@ -88,31 +162,105 @@ def _restore(value: Any, dumped: Any) -> None:
             for name, rule in value.WIRE_DERIVED.items():
                 if name in dumped and dumped[name] == rule(dumped):
                     del dumped[name]
+            for name in value.WIRE_DIGESTS:
+                if _is_hex_digest(dumped.get(name)):
+                    dumped[name] = _short_digest(dumped[name])
+            if value.WIRE_DEFAULTS:
+                _mark_defaults(value, dumped)
     elif isinstance(value, list | tuple) and isinstance(dumped, list):
         for item, out in zip(value, dumped, strict=False):
-            _restore(item, out)
+            _restore(item, out, tagged=True)
     elif isinstance(value, dict) and isinstance(dumped, dict):
         for key, item in value.items():
             if isinstance(key, str) and key in dumped:
-                _restore(item, dumped[key])
+                _restore(item, dumped[key], tagged=True)
+
+
+MARK = "_"
+"""The key of rule 6's mark (no field's name: pydantic fields never start with `_`)."""
+
+_NO_DEFAULT = object()
+
+
+def _mark_defaults(value: Derived, dumped: dict[str, Any]) -> None:
+    """Rule 6: when it is shorter, leave out the fields at their marked default, write
+    the others (even null), and mark the payload."""
+    full = value.model_dump(mode="json", include=set(value.WIRE_DEFAULTS))
+    marked = dict(dumped)
+    marked[MARK] = 1
+    for name, rule in value.WIRE_DEFAULTS.items():
+        usual: Any = _NO_DEFAULT
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            usual = rule(dumped)
+        if full[name] == usual:
+            marked.pop(name, None)
+        else:
+            marked.setdefault(name, full[name])
+    if _size(marked, value.WIRE_DEFAULTS) < _size(dumped, value.WIRE_DEFAULTS):
+        dumped.clear()
+        dumped.update(marked)
+
+
+def _size(data: dict[str, Any], names: Mapping[str, Any]) -> int:
+    """The JSON size of what the two forms differ in: the mark and the defaulted fields."""
+    return len(json.dumps({k: v for k, v in data.items() if k in names or k == MARK}))
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_hex_digest(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and _HEX.issuperset(value)
+
+
+def _is_short_digest(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 43
+
+
+def _short_digest(value: str) -> str:
+    return base64.urlsafe_b64encode(bytes.fromhex(value)).rstrip(b"=").decode()
+
+
+def _hex_digest(value: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(value + "=").hex()
+    except (binascii.Error, ValueError):
+        return value  # not one of ours: validation sees it as it came
 
 
 class _Plan(typing.NamedTuple):
     tags: tuple[tuple[str, Any], ...]
     nested: tuple[str, ...]
+    exact: Mapping[str, type[BaseModel]]
+    """Nested fields typed as exactly one model (or None), and that model: the tags of a
+    value of exactly that model go unwritten."""
 
 
 @functools.cache
 def _plan(cls: type[BaseModel]) -> _Plan:
     tags: list[tuple[str, Any]] = []
     nested: list[str] = []
+    exact: dict[str, type[BaseModel]] = {}
     for name, field in cls.model_fields.items():
         annotation = field.annotation
         if typing.get_origin(annotation) is Literal and len(typing.get_args(annotation)) == 1:
             tags.append((name, typing.get_args(annotation)[0]))
         elif _may_hold_model(annotation):
             nested.append(name)
-    return _Plan(tuple(tags), tuple(nested))
+            model = _one_model(annotation)
+            if model is not None:
+                exact[name] = model
+    return _Plan(tuple(tags), tuple(nested), types.MappingProxyType(exact))
+
+
+def _one_model(annotation: Any) -> type[BaseModel] | None:
+    """The model class a field of this type holds, if exactly one (or None)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _one_model(args[0]) if len(args) == 1 else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
 
 
 def _may_hold_model(annotation: Any) -> bool:
@@ -130,4 +278,4 @@ def _may_hold_model(annotation: Any) -> bool:
     return False
 
 
-__all__ = ["Derivation", "Derived", "compact"]
+__all__ = ["MARK", "ContextRule", "Derivation", "Derived", "Path", "compact", "expand"]

@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import activity
+from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from scope_temporal import names
@@ -24,6 +25,7 @@ from scope_temporal.activities.model_input import (
     ModelRequestBuilder,
     RequestMismatch,
 )
+from scope_temporal.activities.raw_input import read_activity_input
 from scope_temporal.activities.served import ContextReducer
 from scope_temporal.activities.text_events import TextEvents
 from scope_temporal.activities.tool_attempt import attempt_once
@@ -166,13 +168,15 @@ class ScopeActivities:
         return await list_tools(input, registry=self.registry, connections=self.mcp)
 
     @activity.defn(name=names.MODEL_ACTIVITY)
-    async def model(self, input: ModelActivityInput) -> ModelResult:
+    async def model(self, raw: RawValue) -> ModelResult:
         """Call the registered model once; see `call_model` for the classification.
 
-        The request is rebuilt from the input's context reference first (see
-        `model_input`); a prefix that cannot be obtained raises `ContextUnavailable`
-        before the model is called, which the workflow records as unknown.
+        The input (a `ModelActivityInput`, read by `read_activity_input`) names its context by
+        reference: the request is rebuilt from it first (see `model_input`); a prefix
+        that cannot be obtained raises `ContextUnavailable` before the model is called,
+        which the workflow records as unknown.
         """
+        input = read_activity_input(raw, ModelActivityInput)
         definition = self.registry.lookup(input.definition)
         try:
             request = await self.requests.rebuild(input, definition, _fetch_prefix)
@@ -204,8 +208,9 @@ class ScopeActivities:
         return outcome
 
     @activity.defn(name=names.TOOL_ACTIVITY)
-    async def tool(self, input: ToolActivityInput) -> AttemptOutcome:
-        """Enter the tool body once; see `attempt_once` for the guard and the classification.
+    async def tool(self, raw: RawValue) -> AttemptOutcome:
+        """Enter the tool body once (the input: a `ToolActivityInput`, read by
+        `read_activity_input`); see `attempt_once` for the guard and the classification.
 
         Background tools reach the worker's background runtime (their output store, the
         live runs held for a handoff, task access for `task_status`...) through
@@ -214,6 +219,7 @@ class ScopeActivities:
         limit becomes `Unknown(interaction.payload.too_large)`: the body ran, so only the
         host may settle the call (see `payload_limits`).
         """
+        input = read_activity_input(raw, ToolActivityInput)
         heartbeat = _Heartbeat(input.heartbeat)
         progress = _progress_events(input.events_to)
         tasks = TemporalTaskAccess(activity.client())

@@ -82,6 +82,7 @@ async def attempt_tool(
     heartbeat: timedelta | None,
     route: Route,
     task_queue: str | None = None,
+    titled: bool = False,
 ) -> ToolOutcome:
     """Enter the tool body once (never retried).
 
@@ -92,13 +93,19 @@ async def attempt_tool(
     what became of it. A task started gets the call's `route`: its events, whom it tells
     when it waits for an answer, the session it notifies. `task_queue`: the pool that
     runs the body (None: the Interaction's own); an attempt no worker of it picks up
-    within `start_to_close` is unknown, never run elsewhere.
+    within `start_to_close` is unknown, never run elsewhere. `titled`: the attempt runs in
+    a ToolCall child, whose own summary names the call; its first entry's activity then
+    carries none (re-entries say which they are).
 
     Raises:
         asyncio.CancelledError: the process itself is being cancelled; nobody will
             collect this outcome.
     """
     summary = call_summary("tool", attempt.request.call)
+    if attempt.entry > 1:
+        summary = f"{summary} #{attempt.entry}"
+    elif titled:
+        summary = ""  # the same words again in every call's history, for nothing
     outcome = await transport.run_tool(
         ToolActivityInput(
             attempt=attempt,
@@ -106,7 +113,7 @@ async def attempt_tool(
             events_to=route.events_to if attempt.request.mcp is not None else None,
         ),
         start_to_close=start_to_close,
-        summary=summary if attempt.entry == 1 else f"{summary} #{attempt.entry}",
+        summary=summary,
         task_queue=task_queue,
     )
     if isinstance(outcome, Lost):

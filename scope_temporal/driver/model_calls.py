@@ -9,7 +9,9 @@ the messages that are new since the previous call and a reference to the rest (s
 worker rebuilds the exact request; on a cache miss it asks for the prefix (the
 `scope.context` query), which `page` answers. A session's turn refers to its base (the
 session's transcript) the same way, and `page` answers only for the turn's own messages.
-A call that returns no data is unknown.
+The model's reply, which the next call sends back, is referred to as well: the worker
+that answered keeps it after the messages it was sent (`remember_reply`), and the
+history holds it already as that call's result. A call that returns no data is unknown.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from scope_temporal.interaction.effects import (
     CallModel,
     ModelEffectRequest,
     ModelOutcome,
+    ModelResponded,
     ModelUnknown,
     WaitRetry,
 )
@@ -77,9 +80,11 @@ class ModelCaller:
     """
 
     def __init__(self, context_sent: int = 0, seed: ContextRef = EMPTY_REF) -> None:
-        # the messages of the latest model call, with their chain digests
+        # the messages of the latest model call, with their chain digests (and its reply)
         self._sent = ContextChain(seed)
         self._context_sent = context_sent
+        # the latest call was answered unreduced: `_sent` ends with its reply
+        self._replied = False
 
     @property
     def context_sent(self) -> int:
@@ -101,14 +106,19 @@ class ModelCaller:
             or the Interaction ended meanwhile).
         """
         request = effect.request
+        # Only what is new crosses the engine; the whole conversation may outgrow a
+        # payload (the model's own context window is its bound), a single new message may
+        # not. Checked with the previous reply among the new messages, as before replies
+        # were referred to: a replay decides as the run it replays did.
         payload = self.payload(machine, request, events_to)
         seed = request.base.ref if request.base is not None else EMPTY_REF
         if seed != self._sent.seed:  # a turn's first call, or its base was replaced
             self._sent = ContextChain(seed)
-        self._sent.sync(request.messages)
-        self._context_sent = len(request.messages)
-        # Only what is new crosses the engine; the whole conversation may outgrow a
-        # payload (the model's own context window is its bound), a single new message may not.
+            self._context_sent = 0
+        kept = self._sent.sync(request.messages)
+        sent_before = min(kept, self._context_sent)
+        held = min(kept, self._context_sent + 1) if self._replied else sent_before
+        self._context_sent, self._replied = len(request.messages), False
         refused = oversized(
             payload,
             f"The new messages for model {request.model!r} (#{request.model_call_seq})",
@@ -119,6 +129,8 @@ class ModelCaller:
         if refused is not None:
             machine.fail(errors.PAYLOAD_TOO_LARGE, refused)
             return None
+        if held > sent_before:  # the previous reply, by reference
+            payload = self._input(machine, request, self._sent.ref(held), events_to)
         # the call's text follows its model_started event in the stream
         await transport.flush_events()
         # raises CancelledError when the Interaction is being cancelled (the driver ends it)
@@ -133,6 +145,10 @@ class ModelCaller:
         if machine.done:
             return None
         machine.on_model(result)
+        if isinstance(result, ModelResponded) and result.messages_sent is None:
+            # what the worker remembers after the messages it was sent (`remember_reply`)
+            self._sent.extend([result.response.message])
+            self._replied = True
         if machine.retry_reason is not None and isinstance(result, ModelUnknown):
             return None  # an unknown re-sent at once is not held: the next attempt shows
         if machine.retry_reason is None:
@@ -142,14 +158,25 @@ class ModelCaller:
     def payload(
         self, machine: InteractionMachine, request: ModelEffectRequest, events_to: str
     ) -> ModelActivityInput:
-        """The `scope.model` input for `request` after the calls made so far (changes
-        nothing): its messages since the previous call's, and a reference to the rest."""
+        """The `scope.model` input for `request` after the calls made so far, as its size
+        is checked (changes nothing): its messages since the previous call's (the previous
+        reply among them), and a reference to the rest."""
         seed = request.base.ref if request.base is not None else EMPTY_REF
         same_seed = seed == self._sent.seed  # else a turn's first call, or a replaced base
         kept = self._sent.common(request.messages) if same_seed else 0
+        prefix = self._sent.ref(min(kept, self._context_sent)) if same_seed else seed
+        return self._input(machine, request, prefix, events_to)
+
+    @staticmethod
+    def _input(
+        machine: InteractionMachine,
+        request: ModelEffectRequest,
+        prefix: ContextRef,
+        events_to: str,
+    ) -> ModelActivityInput:
         return ModelActivityInput.of(
             request,
-            prefix=self._sent.ref(min(kept, self._context_sent)) if same_seed else seed,
+            prefix=prefix,
             advertised=machine.advertised,
             heartbeat=machine.definition.model_heartbeat_timeout,
             events_to=events_to,
@@ -165,8 +192,8 @@ class ModelCaller:
             machine.retry_due(effect.effect_id)
 
     def page(self, query: ContextPageRequest) -> ContextPage:
-        """Messages [start, end) of the latest model call, at most about `max_bytes` (for a
-        turn: counted after its base, which the session answers for)."""
+        """Messages [start, end) of the latest model call (and its reply), at most about
+        `max_bytes` (for a turn: counted after its base, which the session answers for)."""
         return context_page(self._sent.messages, query)
 
 

@@ -91,6 +91,7 @@ class ToolCallDriver:
                     heartbeat=input.heartbeat,
                     route=input.route,
                     task_queue=input.task_queue,
+                    titled=True,
                 )
                 with contextlib.suppress(ScopeError):  # a crash: the machine has failed closed
                     machine.on_outcome(outcome)

@@ -24,7 +24,7 @@ from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.tools.budget import ToolBudget
 from scope_temporal.tools.outcome import Failed, Rejected, Succeeded
-from scope_temporal.wire import Derivation, Derived
+from scope_temporal.wire import ContextRule, Derivation, Derived, Path
 
 
 class _Frozen(BaseModel):
@@ -79,19 +79,40 @@ def _position(d: Mapping[str, Any]) -> tuple[str, int, int]:
     return d["parent_id"], d["model_call_seq"], d["call_index"]
 
 
+EVERY_PERMISSION = ["exec", "read", "write"]
+"""What a payload that leaves `granted` out grants (never changes: such payloads mean it)."""
+
+
+def call_position(prefix: Path, workflow_id: str) -> dict[Path, Any]:
+    """The fields of a tool call request at `prefix` that a ToolCall child's workflow id
+    derives (its caller and the call's position; wire rule 5)."""
+    position = ids.tool_call_position(workflow_id)
+    if position is None:
+        return {}
+    parent_id, seq, index = position
+    return {
+        (*prefix, "parent_id"): parent_id,
+        (*prefix, "model_call_seq"): seq,
+        (*prefix, "call_index"): index,
+    }
+
+
 class ToolEffectRequest(_Frozen, Derived):
     """Exactly what one tool call asked for.
 
     On the wire (`scope_temporal.wire`) `process_id`, `effect_id` and `ref` are left out
     when they are what the call's position derives (its ToolCall child's id, the call's
-    EffectID and ToolCallRef); a payload without them gets them back when read.
+    EffectID and ToolCallRef), `granted` when it is every permission, and the digest is
+    written in base64url; a payload without them gets them back when read.
     """
 
     WIRE_DERIVED: ClassVar[dict[str, Derivation]] = {
         "process_id": lambda d: ids.tool_call_process_id(*_position(d)),
         "effect_id": lambda d: ids.call_effect_id(*_position(d)),
         "ref": lambda d: ids.tool_call_ref(*_position(d)),
+        "granted": lambda d: EVERY_PERMISSION,
     }
+    WIRE_DIGESTS: ClassVar[frozenset[str]] = frozenset({"digest"})
 
     kind: Literal["tool"] = "tool"
     definition: str
@@ -241,8 +262,17 @@ ModelOutcome = Annotated[
 ]
 
 
-class CallSettled(_Frozen):
-    """The definite result of a ToolCall child."""
+class CallSettled(_Frozen, Derived):
+    """The definite result of a ToolCall child.
+
+    On the wire (`scope_temporal.wire`) `effect_id` is left out when the child's workflow
+    id derives it (it always does: the call's EffectID follows from its position), and
+    so is the tag: the parent reads a child's result as exactly this model.
+    """
+
+    WIRE_EXACT: ClassVar[bool] = True
+
+    WIRE_CONTEXT: ClassVar[ContextRule | None] = lambda workflow_id: _settled_effect(workflow_id)
 
     kind: Literal["call_settled"] = "call_settled"
     effect_id: str
@@ -261,6 +291,11 @@ class DelegateSettled(_Frozen):
 
 
 CallOutcome = Annotated[CallSettled | DelegateSettled, Field(discriminator="kind")]
+
+
+def _settled_effect(workflow_id: str) -> dict[Path, Any]:
+    position = ids.tool_call_position(workflow_id)
+    return {} if position is None else {("effect_id",): ids.call_effect_id(*position)}
 
 
 # --- host settlements of unknown effects ---------------------------------------------

@@ -23,7 +23,7 @@ lists every legal (phase, event) pair, and it fails closed.
 
 from __future__ import annotations
 
-from typing import Any, Literal, assert_never
+from typing import Any, ClassVar, Literal, assert_never
 
 from pydantic import BaseModel, ConfigDict
 
@@ -56,6 +56,7 @@ from scope_temporal.tools.outcome import (
     ToolOutcome,
     Unknown,
 )
+from scope_temporal.wire import Derivation, Derived
 
 
 class _State(BaseModel):
@@ -71,8 +72,10 @@ class OpenWait(_State):
     kind: Literal["input", "approval"] = "input"
 
 
-class ToolAttempt(_State):
-    """One entry into the tool body."""
+class ToolAttempt(_State, Derived):
+    """One entry into the tool body (on the wire, `entry` 1 is left out)."""
+
+    WIRE_DERIVED: ClassVar[dict[str, Derivation]] = {"entry": lambda d: 1}
 
     request: ToolEffectRequest
     entry: int

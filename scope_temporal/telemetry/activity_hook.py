@@ -1,7 +1,8 @@
 """The one place the telemetry meets the `scope.model` and `scope.tool` activities.
 
 An activity interceptor, so nothing in `scope_temporal/activities` knows about telemetry:
-it reads the call from the activity's input before it runs and its outcome from what it
+it reads the call from the activity's input (the raw payload, read as the activity reads
+it: `read_activity_input`) before it runs and its outcome from what it
 returns (or `unknown` if it raises, e.g. when cancelled), and hands both to a hook.
 Installed after Temporal's own `OpenTelemetryPlugin`, it runs inside its `RunActivity`
 span. Other activities pass untouched.
@@ -18,7 +19,9 @@ from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 
 from scope_temporal import names
+from scope_temporal.activities.raw_input import read_activity_input
 from scope_temporal.models.protocol import Model
+from scope_temporal.payloads import ModelActivityInput, ToolActivityInput
 from scope_temporal.telemetry import facts
 
 ModelSettled = Callable[[facts.ModelResult], None]
@@ -43,10 +46,15 @@ class CallHook(ActivityInboundInterceptor, ABC):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         kind = activity.info().activity_type
         if kind == names.MODEL_ACTIVITY:
-            with self.model(facts.model_call(input.args[0], self._models)) as settled:
+            call = facts.model_call(
+                read_activity_input(input.args[0], ModelActivityInput), self._models
+            )
+            with self.model(call) as settled:
                 return await self._run(input, lambda result: settled(facts.model_result(result)))
         if kind == names.TOOL_ACTIVITY:
-            with self.tool(facts.tool_call(input.args[0])) as done:
+            with self.tool(
+                facts.tool_call(read_activity_input(input.args[0], ToolActivityInput))
+            ) as done:
                 return await self._run(input, lambda result: done(facts.tool_result(result)))
         return await self.next.execute_activity(input)
 

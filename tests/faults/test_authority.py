@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pytest
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import (
@@ -41,6 +42,7 @@ from scope_temporal import (
     reply,
     tool,
 )
+from scope_temporal.converter import read_recorded
 from scope_temporal.interaction.effects import ToolEffectRequest
 from scope_temporal.names import TOOL_CALL_WORKFLOW
 from scope_temporal.payloads import ToolCallInput
@@ -97,15 +99,20 @@ async def test_tool_children_and_delegates_hold_only_what_is_granted(
         root = handle.id
         delegate = f"{root}/delegate/1/1"
         # the grant the delegate's tool call carried: the narrowed one
-        history = await scope.client.get_workflow_handle(f"{delegate}/tool/1/0").fetch_history()
-        start = history.events[0].workflow_execution_started_event_attributes
-        granted = ToolCallInput.model_validate_json(start.input.payloads[0].data).request.granted
+        granted = (await _started(scope.client, f"{delegate}/tool/1/0")).request.granted
     assert "'wipe' is not authorized" in out.text and "'exec'" in out.text
     # the root's wipe, and the delegate's (reported inside the delegate's reply)
     assert out.text.count("'wipe' is not authorized") == 2
     assert "peeked a" in out.text
     assert granted == ("read",)
     assert not [k for k in RAN if k.startswith(f"wipe:{root}")]  # no body ran
+
+
+async def _started(client: Client, workflow_id: str) -> ToolCallInput:
+    """The input a ToolCall workflow started with, as recorded in its history."""
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    start = history.events[0].workflow_execution_started_event_attributes
+    return read_recorded(start.input.payloads[0], ToolCallInput, workflow_id)
 
 
 def _forged(request: ToolEffectRequest, **changes: Any) -> ToolCallInput:
@@ -123,9 +130,7 @@ async def test_a_forged_tool_call_start_runs_nothing(temporal_env: WorkflowEnvir
     ) as scope:
         handle = await scope.start("authority-root", [Message.user("root")], id=fresh_id("auth"))
         await asyncio.wait_for(handle.result(), 30)
-        history = await scope.client.get_workflow_handle(f"{handle.id}/tool/1/0").fetch_history()
-        start = history.events[0].workflow_execution_started_event_attributes
-        genuine = ToolCallInput.model_validate_json(start.input.payloads[0].data).request
+        genuine = (await _started(scope.client, f"{handle.id}/tool/1/0")).request
         wipe_call = genuine.call.model_copy(update={"name": "wipe", "arguments": '{"disk": "sda"}'})
         forgeries = {
             "wider grant": _forged(genuine, call=wipe_call, granted=("exec", "read", "write")),
@@ -173,11 +178,7 @@ async def test_seam_08_a_hand_started_call_without_an_approval_decision_runs_not
     ):
         handle = await scope.start("authority-approvals", [Message.user("go")], id=fresh_id("ap"))
         await asyncio.wait_for(handle.result(), 30)
-        history = await scope.client.get_workflow_handle(f"{handle.id}/tool/1/0").fetch_history()
-        start = history.events[0].workflow_execution_started_event_attributes
-        genuine = ToolEffectRequest.model_validate(
-            json.loads(start.input.payloads[0].data)["request"]
-        )
+        genuine = (await _started(scope.client, f"{handle.id}/tool/1/0")).request
         # the grant, the digest and the binding all hold: only the approval is missing
         workflow_id = f"{handle.id}/forged/no-approval"
         wipe_call = genuine.call.model_copy(update={"name": "wipe", "arguments": '{"disk": "sda"}'})

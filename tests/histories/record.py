@@ -2,6 +2,7 @@
 
 python -m tests.histories.record            # every run
 python -m tests.histories.record NAME ...   # only these runs (e.g. after adding one)
+python -m tests.histories.record --into DIR # into another folder (e.g. wire-context/)
 
 Each run's id is its Definition's name; every workflow of its tree is written, one file
 per run (`<workflow id with / as _>.json`, and `..._run<k>.json` for the earlier runs of
@@ -188,7 +189,7 @@ async def _settle(handle: InteractionHandle, unknown: UnknownEffect, run: Run) -
         await handle.resolve(unknown, settle_model_result(request, response, request.messages))
 
 
-async def record_run(env: WorkflowEnvironment, name: str) -> None:
+async def record_run(env: WorkflowEnvironment, name: str, into: Path) -> None:
     run = RUNS[name]
     async with ScopeWorker(
         env.client,
@@ -206,7 +207,7 @@ async def record_run(env: WorkflowEnvironment, name: str) -> None:
         )
         await _host(handle, run)
         await handle.result()
-    await _write_tree(env, name)
+    await _write_tree(env, name, into)
 
 
 def _chatty(request: ModelRequest) -> Response:
@@ -220,7 +221,7 @@ SESSIONS = ("recorded-session",)
 """Sessions recorded (a `scope.Session` and its turns)."""
 
 
-async def record_session(env: WorkflowEnvironment, name: str) -> None:
+async def record_session(env: WorkflowEnvironment, name: str, into: Path) -> None:
     """Three turns (a reply, a tool round, a reply), continue-as-new every 2 turns, end."""
     async with ScopeWorker(
         env.client,
@@ -234,11 +235,11 @@ async def record_session(env: WorkflowEnvironment, name: str) -> None:
         for n, text in enumerate(["hello", "status of web", "thanks"]):
             await (await session.send(text, message_id=f"m{n}")).result()
         await session.end("recorded")
-    await _write_tree(env, name)
+    await _write_tree(env, name, into)
 
 
-async def _write_tree(env: WorkflowEnvironment, name: str) -> None:
-    """Write every run of the workflow `name` and of its tree."""
+async def _write_tree(env: WorkflowEnvironment, name: str, into: Path) -> None:
+    """Write every run of the workflow `name` and of its tree into the folder `into`."""
     await asyncio.sleep(2)  # let visibility catch up before listing the tree
     executions = [
         e
@@ -256,11 +257,12 @@ async def _write_tree(env: WorkflowEnvironment, name: str) -> None:
             ).fetch_history()
             stem = workflow_id.replace("/", "_")
             suffix = "" if index == len(run_ids) - 1 else f"_run{index + 1}"
-            (HERE / f"{stem}{suffix}.json").write_text(history.to_json())
+            (into / f"{stem}{suffix}.json").write_text(history.to_json())
             print("recorded", f"{stem}{suffix}.json")
 
 
-async def record(names: list[str]) -> None:
+async def record(names: list[str], into: Path = HERE) -> None:
+    into.mkdir(parents=True, exist_ok=True)
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli_path(),
         dev_server_extra_args=list(DEV_SERVER_ARGS),
@@ -268,10 +270,19 @@ async def record(names: list[str]) -> None:
     )
     try:
         for name in names or [*RUNS, *SESSIONS]:
-            await (record_session if name in SESSIONS else record_run)(env, name)
+            await (record_session if name in SESSIONS else record_run)(env, name, into)
     finally:
         await env.shutdown()
 
 
+def main(argv: list[str]) -> int:
+    """`[--into DIR] [NAME ...]`: record the runs named (every run) into DIR (here)."""
+    into = HERE
+    if argv[:1] == ["--into"] and len(argv) >= 2:
+        into, argv = Path(argv[1]), argv[2:]
+    asyncio.run(record(argv, into))
+    return 0
+
+
 if __name__ == "__main__":
-    asyncio.run(record(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:]))

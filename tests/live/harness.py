@@ -16,6 +16,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import Definition, LocalFileMaterializer, ScopeClient, ScopeWorker
+from scope_temporal.converter import read_recorded
 from scope_temporal.definition import ToolCallWorkflows
 from scope_temporal.models.protocol import Model
 from scope_temporal.names import TOOL_ACTIVITY
@@ -155,7 +156,8 @@ async def tool_attempts(client: Client, process_id: str) -> int:
             attributes = event.activity_task_scheduled_event_attributes
             if attributes.activity_type.name != TOOL_ACTIVITY:
                 continue
-            payload = ToolActivityInput.model_validate_json(attributes.input.payloads[0].data)
+            recorded = attributes.input.payloads[0]
+            payload = read_recorded(recorded, ToolActivityInput, workflow_id)
             if payload.attempt.request.process_id == process_id:
                 count += 1
     return count

@@ -16,6 +16,7 @@ from scope_temporal import Definition, ModelRequest, Response, ScriptedModel, re
 from scope_temporal.activities import temporal as activity_module
 from scope_temporal.activities.model_input import ModelRequestBuilder
 from scope_temporal.chat import Message
+from scope_temporal.converter import read_recorded
 from scope_temporal.names import MODEL_ACTIVITY
 from scope_temporal.payloads import ModelActivityInput
 from tests.live.harness import serving
@@ -44,8 +45,8 @@ async def model_inputs(env: WorkflowEnvironment, workflow_id: str) -> list[dict[
             continue
         attributes = event.activity_task_scheduled_event_attributes
         if attributes.activity_type.name == MODEL_ACTIVITY:
-            data = attributes.input.payloads[0].data
-            found.append(ModelActivityInput.model_validate_json(data).model_dump(mode="json"))
+            recorded = read_recorded(attributes.input.payloads[0], ModelActivityInput, workflow_id)
+            found.append(recorded.model_dump(mode="json"))
     return found
 
 
@@ -65,9 +66,10 @@ async def test_model_inputs_carry_only_what_each_round_added(
     assert text == f"{ROUNDS} rounds"
     inputs = await model_inputs(temporal_env, workflow_id)
     assert len(inputs) == ROUNDS + 1
-    # after the first call: the assistant's tool call and its result, nothing older
-    assert [len(i["new_messages"]) for i in inputs[1:]] == [2] * ROUNDS
-    assert [i["prefix"]["count"] for i in inputs] == [0, *range(1, 2 * ROUNDS, 2)]
+    # after the first call: the tool's result, nothing older (the assistant's tool call
+    # before it is referred to: the worker that answered holds it, history has it)
+    assert [len(i["new_messages"]) for i in inputs[1:]] == [1] * ROUNDS
+    assert [i["prefix"]["count"] for i in inputs] == [0, *range(2, 2 * ROUNDS + 1, 2)]
     sizes = [len(json.dumps(i)) for i in inputs[1:]]
     assert max(sizes) < 1.2 * min(sizes), sizes  # the last round's input is no bigger
 
@@ -95,4 +97,5 @@ async def test_a_worker_without_the_prefix_fetches_it_from_the_workflow(
     text, forgotten, _ = await run(temporal_env)
     assert text == f"{ROUNDS} rounds"
     assert forgotten == remembered  # the model saw exactly the same requests
-    assert fetched == list(range(1, 2 * ROUNDS, 2))  # one query per call after the first
+    # one query per call after the first, for the context up to the previous reply
+    assert fetched == list(range(2, 2 * ROUNDS + 1, 2))

@@ -14,6 +14,9 @@ continue-as-new carried no settings), and `before-events/` recordings made befor
 event stream (no stream polls, no batches sent to the root, inputs without `events_to`):
 Interactions started then must still replay. Today's recordings were made by a host
 following the event stream: they hold its long polls and the children's batches.
+`wire-context/` holds the same runs recorded in the compact wire form of issue 28.2
+(`scope_temporal/wire.py` rules 2-6: payloads leave out what their workflow id derives,
+digests in base64url, marked defaults): those must replay too.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ BEFORE_RUN_SETTINGS = sorted(
     (Path(__file__).parents[1] / "histories" / "before-run-settings").glob("*.json")
 )
 BEFORE_EVENTS = sorted((Path(__file__).parents[1] / "histories" / "before-events").glob("*.json"))
+WIRE_CONTEXT = sorted((Path(__file__).parents[1] / "histories" / "wire-context").glob("*.json"))
 
 
 def history_named(stem: str) -> Path:
@@ -67,6 +71,12 @@ async def test_c42_histories_recorded_before_run_settings_still_replay(path: Pat
 
 @pytest.mark.parametrize("path", BEFORE_EVENTS, ids=[p.stem for p in BEFORE_EVENTS])
 async def test_c42_histories_recorded_before_the_event_stream_still_replay(path: Path) -> None:
+    result = await replay_history(load(path), DEFINITIONS)
+    assert result.replay_failure is None
+
+
+@pytest.mark.parametrize("path", WIRE_CONTEXT, ids=[p.stem for p in WIRE_CONTEXT])
+async def test_c42_histories_recorded_in_the_compact_wire_form_replay(path: Path) -> None:
     result = await replay_history(load(path), DEFINITIONS)
     assert result.replay_failure is None
 

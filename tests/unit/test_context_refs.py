@@ -88,6 +88,26 @@ async def test_a_cache_hit_rebuilds_the_request_without_fetching() -> None:
     assert fetched == []
 
 
+async def test_the_reply_a_worker_remembered_is_referred_to_without_fetching() -> None:
+    """The next call's prefix ends with the previous reply (as the workflow decoded it from
+    the call's result): the worker that answered holds it, so only what follows travels."""
+    builder = ModelRequestBuilder()
+
+    async def fetch(workflow_id: str, start: int, end: int) -> list[Message]:
+        raise AssertionError("no fetch expected")
+
+    first = activity_input(EMPTY_REF, messages("hello"))
+    await builder.rebuild(first, DEFINITION, fetch)
+    reply = Message.assistant("hi there")
+    builder.remember_reply(first, reply)
+    as_recorded = Message.model_validate_json(reply.model_dump_json())
+    context = [*first.new_messages, as_recorded]
+    ref = ContextRef(count=2, digest=prefix_digest(context))
+    then = activity_input(ref, messages("and now?"), model_call_seq=2, effect_id="p1/model/2")
+    request = await builder.rebuild(then, DEFINITION, fetch)
+    assert request.messages == (*context, *then.new_messages)
+
+
 async def test_a_cache_miss_fetches_the_prefix_and_checks_its_digest() -> None:
     first = messages("one", "two", "three")
     ref = ContextRef(count=3, digest=prefix_digest(first))
