@@ -16,7 +16,10 @@ The rules, for scope-temporal's own models only (a user's model keeps pydantic's
     rule derives is left out (`WIRE_DERIVED`), or written as `true` where leaving it out
     already means something else in older payloads (`WIRE_MARKED`); reading puts the
     derived value back.
- 4. Reading accepts the long form too, so every history written before stays readable,
+ 4. A model may write a value it holds twice only once (`Shared`): `wire_share` puts in
+    the second place where the first is (e.g. a settled round's result, which the
+    conversation holds too), and the model's own reading puts the value back.
+ 5. Reading accepts the long form too, so every history written before stays readable,
     and a payload written by this form is read by no older worker: roll workers forward
     (docs/deploy.md).
 
@@ -64,8 +67,16 @@ class Derived(BaseModel):
         return data
 
 
+class Shared(BaseModel):
+    """A model that writes values it holds twice once (rule 4). Its `wire_share` changes
+    the compact form in place; the model reads it back by a validator of its own."""
+
+    def wire_share(self, dumped: dict[str, Any]) -> None:
+        """Replace, in `dumped` (this model's compact form), what is held twice."""
+
+
 def compact(value: BaseModel) -> Any:
-    """`value` as JSON-ready data in the compact form (rules 1-3)."""
+    """`value` as JSON-ready data in the compact form (rules 1-4)."""
     dumped = value.model_dump(mode="json", exclude_defaults=True)
     _restore(value, dumped)
     return dumped
@@ -88,6 +99,8 @@ def _restore(value: Any, dumped: Any) -> None:
             for name, rule in value.WIRE_DERIVED.items():
                 if name in dumped and dumped[name] == rule(dumped):
                     del dumped[name]
+        if isinstance(value, Shared):
+            value.wire_share(dumped)
     elif isinstance(value, list | tuple) and isinstance(dumped, list):
         for item, out in zip(value, dumped, strict=False):
             _restore(item, out)
@@ -130,4 +143,4 @@ def _may_hold_model(annotation: Any) -> bool:
     return False
 
 
-__all__ = ["Derivation", "Derived", "compact"]
+__all__ = ["Derivation", "Derived", "Shared", "compact"]

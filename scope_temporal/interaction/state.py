@@ -7,14 +7,16 @@ bookkeeping in `rounds.py` runs inside the machine's transitions).
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from scope_temporal.approval import ApprovalRecord
-from scope_temporal.chat import Message, Options, ToolCall, ToolResult
+from scope_temporal.chat import Message, Options, ToolCall, ToolCallPart, ToolResult, ToolResultPart
 from scope_temporal.context_refs import BaseRef
+from scope_temporal.ids import tool_call_ref
 from scope_temporal.interaction.effects import ModelEffectRequest
 from scope_temporal.interaction.snapshot import (
     ModelAttempt,
@@ -25,6 +27,7 @@ from scope_temporal.interaction.snapshot import (
 from scope_temporal.outputs import Artifact, Failure, Output, TokenUsage
 from scope_temporal.tools.outcome import Disposition
 from scope_temporal.tools.spec import SchedulingClass
+from scope_temporal.wire import Shared
 
 Phase = Literal["need_model", "model", "backoff", "round", "completed", "failed", "canceled"]
 """need_model: the next step is a model call; model: one is in flight or unknown;
@@ -123,8 +126,14 @@ class SubmittedTask(_State):
     """Canonical JSON (sorted keys): a resubmission with equal arguments is the same task."""
 
 
-class InteractionState(_State):
-    """Everything the Interaction knows. Serialises to JSON and restores exactly."""
+class InteractionState(_State, Shared):
+    """Everything the Interaction knows. Serialises to JSON and restores exactly.
+
+    On the wire (`scope_temporal.wire`, rule 4) a settled round's call and result that
+    the context holds too are written as where the context holds them, `[message index,
+    part index]`: each is carried once, not twice (a 1 KB result used to add 2 KB to
+    every continue-as-new of a long Interaction). Reading accepts both forms.
+    """
 
     process_id: str
     definition: str
@@ -176,3 +185,82 @@ class InteractionState(_State):
     (`cancellation.py`); listed as unknown by its snapshot."""
     submitted: list[SubmittedTask] = []
     """Background tasks the host submitted, in submission order."""
+
+    shared_rounds: list[dict[str, Any]] | None = Field(default=None, exclude=True)
+    """Only on the wire, read into `rounds`: the settled rounds in the compact form, an
+    entry's call or result that the context holds given as `[message, part]`, and a
+    round's `process_id` and an entry's `call_ref` left out when they are this state's
+    and the one its position names."""
+
+    def wire_share(self, dumped: dict[str, Any]) -> None:
+        if not self.rounds or "rounds" not in dumped:
+            return
+        held: dict[ToolCall | ToolResult, list[int]] = {}
+        for i, message in enumerate(self.context):
+            for j, part in enumerate(message.parts):
+                if isinstance(part, ToolResultPart):
+                    held.setdefault(part.result, [i, j])
+                elif isinstance(part, ToolCallPart):
+                    held.setdefault(part.call, [i, j])
+        pid = self.process_id
+        for round_, out in zip(self.rounds, dumped["rounds"], strict=True):
+            if out.get("process_id") == pid:
+                del out["process_id"]
+            for entry, entry_out in zip(round_.entries, out["entries"], strict=True):
+                if entry.call_ref == tool_call_ref(pid, round_.model_call_seq, entry.call_index):
+                    del entry_out["call_ref"]
+                for name, value in (("call", entry.call), ("result", entry.result)):
+                    at = held.get(value)
+                    if at is not None:
+                        entry_out[name] = at
+        dumped["shared_rounds"] = dumped.pop("rounds")
+
+    @model_validator(mode="after")
+    def _rounds_from_shared(self) -> InteractionState:
+        """Read `shared_rounds` into `rounds`, taking each call or result given by place
+        from the context (the very objects: shared in memory too). An after-validator,
+        so the context is parsed as usual (a validator before it would parse the whole
+        state in Python, 2 to 3 times slower for a long conversation)."""
+        shared = self.shared_rounds
+        if shared is None:
+            return self
+        if self.rounds:
+            raise ValueError("a state gives its rounds twice (rounds and shared_rounds)")
+        pid = self.process_id
+        self.rounds = [
+            RoundResults.model_validate(
+                {
+                    "process_id": pid,
+                    **r,
+                    "entries": [_held(e, self.context, pid, r) for e in r.get("entries", ())],
+                }
+            )
+            for r in shared
+        ]
+        self.shared_rounds = None
+        return self
+
+
+def _held(entry: Any, context: list[Message], process_id: str, round_: dict[str, Any]) -> Any:
+    """`entry` with a call or result given by place taken from `context`, and its
+    `call_ref` derived when left out."""
+    if not isinstance(entry, dict):
+        return entry
+    entry = dict(entry)
+    if "call_ref" not in entry:
+        with contextlib.suppress(KeyError, TypeError):
+            seq, index = round_["model_call_seq"], entry["call_index"]
+            entry["call_ref"] = tool_call_ref(round_.get("process_id", process_id), seq, index)
+    for name in ("call", "result"):
+        place = entry.get(name)
+        if not isinstance(place, list):
+            continue
+        try:
+            i, j = place
+            value = getattr(context[i].parts[j], name, None)
+        except (IndexError, TypeError, ValueError):
+            value = None
+        if value is None:
+            raise ValueError(f"a round's {name} names {place!r} in the context, which holds none")
+        entry[name] = value
+    return entry

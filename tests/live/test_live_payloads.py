@@ -19,6 +19,7 @@ from scope_temporal import (
     tool,
 )
 from scope_temporal.storage import DirectoryStorage
+from scope_temporal.testing.replay import replay_history
 from tests.live.harness import attempt_workflow_id, eventually, serving
 
 LIMIT = 50_000
@@ -173,5 +174,51 @@ async def test_c45_with_storage_a_state_over_the_threshold_is_carried_by_referen
     started = last.events[0].workflow_execution_started_event_attributes
     # the carried state holds 400 KB of tool results; only a reference is in history
     assert started.input.ByteSize() < 5_000
-    assert sum(p.stat().st_size for p in (tmp_path / "blobs").iterdir()) > 400_000
+    # (its four results are equal: the store, content-addressed, holds that text once)
+    assert sum(p.stat().st_size for p in (tmp_path / "blobs").iterdir()) > 100_000
+    assert await task_failures(temporal_env, handle.id) == 0
+
+
+@tool(permission="read")
+def numbered(n: int, size: int) -> str:
+    """Return `size` characters after `n`: every result differs."""
+    return f"{n}:" + "x" * size
+
+
+async def test_c45_with_storage_each_continue_as_new_stores_only_what_is_new_and_replays(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    storage = DirectoryStorage(tmp_path / "blobs")
+    model = ScriptedModel(
+        [reply.tool_calls(("numbered", {"n": n, "size": 100_000})) for n in range(8)]
+        + [reply.text("done")]
+    )
+    definition = Definition("carried-pieces", tools=[numbered])
+    async with serving(
+        temporal_env, [definition], tools=[numbered], models={"default": model}, storage=storage
+    ) as scope:
+        offloading = ScopeClient(scope.client, task_queue=scope.task_queue, storage=storage)
+        handle = await offloading.start("carried-pieces", "go", continue_as_new_every=2)
+        out = await handle.result()
+    assert out.text == "done" and out.model_calls == 9
+    client = temporal_env.client
+    runs = [r async for r in client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    assert len(runs) == 5  # continued as new after calls 2, 4, 6 and 8
+    # Four carried states of 200 to 800 KB of results: written whole (each result twice,
+    # in the conversation and the settled rounds, and the first model call after each
+    # continue-as-new sending the whole conversation again) they took about 6 MB; as
+    # pieces, each result is stored about once.
+    stored = sum(p.stat().st_size for p in (tmp_path / "blobs").iterdir())
+    assert stored < 1.5 * 800_000, stored
+    for run in runs:
+        history = await client.get_workflow_handle(handle.id, run_id=run.run_id).fetch_history()
+        await replay_history(history, [definition], storage=storage)
+        # every model call sends what is new: at most one result, also the first call
+        # of a run (the chain digest of what came before is carried)
+        inputs = [
+            e.activity_task_scheduled_event_attributes.input
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        ]
+        assert inputs and all(p.ByteSize() < 150_000 for i in inputs for p in i.payloads)
     assert await task_failures(temporal_env, handle.id) == 0
