@@ -10,12 +10,12 @@ machine, or a shared volume); on a cluster use an object-store driver such as
 A long Interaction's continue-as-new writes its whole state each time, and each state is
 the one before plus what the runs between added. `DirectoryStorage` therefore stores a
 large payload as pieces cut where its content says (content-defined chunking), each
-piece a file named by its sha256, plus a list of them: a piece an earlier state already
+piece a file named by its sha256, plus the list of their digests: a piece an earlier state already
 stored is not written again, so the store grows with what is new, not with the square of
-the rounds. The cuts fall after a JSON object in a list (`},{` or `}]`) whose next bytes
-hash to a chosen value (or, in a piece already 64 KB long, at the next such place), so an
-insertion moves only the cuts around it. A payload with no such place (not JSON, or
-encrypted by a codec) is stored whole, as before.
+the rounds. The cuts fall after a JSON object in a list (`},{` or `}]`) whose bytes (from
+the place before) hash to a chosen value, or, in a piece already 64 KB long, at the next
+such place; so an insertion moves only the cuts around it. A payload with no such place
+(not JSON, or encrypted by a codec) is stored whole, as before.
 """
 
 from __future__ import annotations
@@ -38,25 +38,26 @@ from temporalio.converter import (
 PIECES_FROM_BYTES = 64 * 1024
 """Payloads from this size are stored as pieces; smaller ones whole."""
 
-_MIN_PIECE = 4 * 1024
+_MIN_PIECE = 1024
 _FULL_PIECE = 64 * 1024  # a piece this big ends at the next place (large messages)
-_CUT_ONE_IN = 16  # of the candidate places past _MIN_PIECE: pieces of about 10-20 KB
-_WINDOW = 64  # bytes after a candidate place whose hash decides the cut
+_CUT_ONE_IN = 64  # of the candidate places past _MIN_PIECE: pieces of about 5-20 KB
 _PLACE = re.compile(rb"\}(?:,\{|\])")  # the end of an object in a list
 
 
 def pieces(data: bytes) -> Iterator[bytes]:
     """`data` cut at content-defined places (module docstring); joined, they are `data`."""
-    start = 0
+    start = place = 0
     for match in _PLACE.finditer(data):
-        cut = match.start() + 1  # after the `}`
+        cut, ended = match.start() + 1, place  # after the `}`; where its object began
+        place = cut
         if start == 0:  # the envelope, which changes with every payload, stands alone
             yield data[:cut]
             start = cut
             continue
         if cut - start < _MIN_PIECE:
             continue
-        if cut - start >= _FULL_PIECE or zlib.crc32(data[cut : cut + _WINDOW]) % _CUT_ONE_IN == 0:
+        # the hash of the object that ends here: its own bytes decide, wherever it is
+        if cut - start >= _FULL_PIECE or zlib.crc32(data[ended:cut]) % _CUT_ONE_IN == 0:
             yield data[start:cut]
             start = cut
     yield data[start:]
@@ -96,7 +97,7 @@ class DirectoryStorage(StorageDriver):
             self._put(digest, data)
             return StorageDriverClaim(claim_data={"sha256": digest})
         names = [self._put(hashlib.sha256(piece).hexdigest(), piece) for piece in cut]
-        listing = "\n".join([digest, *names]).encode()
+        listing = b"".join(bytes.fromhex(name) for name in [digest, *names])  # 32 bytes each
         listed = hashlib.sha256(listing).hexdigest()
         self._put(listed, listing)
         return StorageDriverClaim(claim_data={"pieces": listed})
@@ -121,7 +122,8 @@ class DirectoryStorage(StorageDriver):
         if listed is None:
             data = self._get(claim.claim_data["sha256"])
         else:
-            whole, *names = self._get(listed).decode().split("\n")
+            listing = self._get(listed)
+            whole, *names = (listing[i : i + 32].hex() for i in range(0, len(listing), 32))
             data = b"".join(self._get(name) for name in names)
             if hashlib.sha256(data).hexdigest() != whole:
                 raise ValueError(f"stored payload {whole} (pieces {listed}) is corrupt")
