@@ -11,6 +11,9 @@ from temporalio.testing import WorkflowEnvironment
 from scope_temporal import (
     Definition,
     InteractionFailed,
+    InteractionHandle,
+    Output,
+    Response,
     ScopeClient,
     ScriptedModel,
     ToolResult,
@@ -20,6 +23,7 @@ from scope_temporal import (
 )
 from scope_temporal.storage import DirectoryStorage
 from scope_temporal.testing.replay import replay_history
+from scope_temporal.tools.decorator import Tool
 from tests.live.harness import attempt_workflow_id, eventually, serving
 
 LIMIT = 50_000
@@ -153,20 +157,27 @@ async def test_c46_with_storage_large_payloads_are_offloaded_not_refused(
     assert await task_failures(temporal_env, handle.id) == 0
 
 
+async def run_carried(
+    env: WorkflowEnvironment, tmp_path: Path, body: Tool, calls: list[Response]
+) -> tuple[InteractionHandle, Output]:
+    """Run a Definition of the tool `body` through `calls` then a reply "done", with a
+    `DirectoryStorage` in `tmp_path/blobs`, continuing as new every 2 model calls."""
+    storage = DirectoryStorage(tmp_path / "blobs")
+    model = ScriptedModel([*calls, reply.text("done")])
+    definition = Definition(f"carried-{body.name}", tools=[body])
+    async with serving(
+        env, [definition], tools=[body], models={"default": model}, storage=storage
+    ) as scope:
+        offloading = ScopeClient(scope.client, task_queue=scope.task_queue, storage=storage)
+        handle = await offloading.start(definition.name, "go", continue_as_new_every=2)
+        return handle, await handle.result()
+
+
 async def test_c45_with_storage_a_state_over_the_threshold_is_carried_by_reference(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    storage = DirectoryStorage(tmp_path / "blobs")
-    model = ScriptedModel(
-        [reply.tool_calls(("dump", {"size": 100_000})) for _ in range(4)] + [reply.text("done")]
-    )
-    definition = Definition("carried", tools=[dump])
-    async with serving(
-        temporal_env, [definition], tools=[dump], models={"default": model}, storage=storage
-    ) as scope:
-        offloading = ScopeClient(scope.client, task_queue=scope.task_queue, storage=storage)
-        handle = await offloading.start("carried", "go", continue_as_new_every=2)
-        out = await handle.result()
+    calls = [reply.tool_calls(("dump", {"size": 100_000})) for _ in range(4)]
+    handle, out = await run_carried(temporal_env, tmp_path, dump, calls)
     assert out.text == "done" and out.model_calls == 5
     runs = [r async for r in temporal_env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
     assert len(runs) == 3  # continued as new after calls 2 and 4
@@ -188,18 +199,9 @@ def numbered(n: int, size: int) -> str:
 async def test_c45_with_storage_each_continue_as_new_stores_only_what_is_new_and_replays(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    storage = DirectoryStorage(tmp_path / "blobs")
-    model = ScriptedModel(
-        [reply.tool_calls(("numbered", {"n": n, "size": 100_000})) for n in range(8)]
-        + [reply.text("done")]
-    )
-    definition = Definition("carried-pieces", tools=[numbered])
-    async with serving(
-        temporal_env, [definition], tools=[numbered], models={"default": model}, storage=storage
-    ) as scope:
-        offloading = ScopeClient(scope.client, task_queue=scope.task_queue, storage=storage)
-        handle = await offloading.start("carried-pieces", "go", continue_as_new_every=2)
-        out = await handle.result()
+    calls = [reply.tool_calls(("numbered", {"n": n, "size": 100_000})) for n in range(8)]
+    handle, out = await run_carried(temporal_env, tmp_path, numbered, calls)
+    definition = Definition("carried-numbered", tools=[numbered])
     assert out.text == "done" and out.model_calls == 9
     client = temporal_env.client
     runs = [r async for r in client.list_workflows(f"WorkflowId = '{handle.id}'")]
@@ -212,7 +214,7 @@ async def test_c45_with_storage_each_continue_as_new_stores_only_what_is_new_and
     assert stored < 1.5 * 800_000, stored
     for run in runs:
         history = await client.get_workflow_handle(handle.id, run_id=run.run_id).fetch_history()
-        await replay_history(history, [definition], storage=storage)
+        await replay_history(history, [definition], storage=DirectoryStorage(tmp_path / "blobs"))
         # every model call sends what is new: at most one result, also the first call
         # of a run (the chain digest of what came before is carried)
         inputs = [
