@@ -69,7 +69,11 @@ class Derived(BaseModel):
 
 class Shared(BaseModel):
     """A model that writes values it holds twice once (rule 4). Its `wire_share` changes
-    the compact form in place; the model reads it back by a validator of its own."""
+    the compact form in place; the model reads it back by a validator of its own.
+    `WIRE_OWN` names the fields `wire_share` writes itself (left out of the dump first,
+    where the model is the value or a field of the value `compact` is given)."""
+
+    WIRE_OWN: ClassVar[frozenset[str]] = frozenset()
 
     def wire_share(self, dumped: dict[str, Any]) -> None:
         """Replace, in `dumped` (this model's compact form), what is held twice."""
@@ -77,9 +81,21 @@ class Shared(BaseModel):
 
 def compact(value: BaseModel) -> Any:
     """`value` as JSON-ready data in the compact form (rules 1-4)."""
-    dumped = value.model_dump(mode="json", exclude_defaults=True)
+    dumped = value.model_dump(mode="json", exclude_defaults=True, exclude=_own(value))
     _restore(value, dumped)
     return dumped
+
+
+def _own(value: BaseModel) -> dict[str, Any] | None:
+    """What `compact` leaves out of the dump for `Shared` models to write (`WIRE_OWN`)."""
+    own: dict[str, Any] = {}
+    if isinstance(value, Shared):
+        own.update(dict.fromkeys(value.WIRE_OWN, True))
+    for name in type(value).model_fields:
+        field = getattr(value, name)
+        if isinstance(field, Shared) and field.WIRE_OWN and name not in own:
+            own[name] = dict.fromkeys(field.WIRE_OWN, True)
+    return own or None
 
 
 def _restore(value: Any, dumped: Any) -> None:

@@ -7,16 +7,20 @@ bookkeeping in `rounds.py` runs inside the machine's transitions).
 
 from __future__ import annotations
 
-import contextlib
 from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from scope_temporal.approval import ApprovalRecord
-from scope_temporal.chat import Message, Options, ToolCall, ToolCallPart, ToolResult, ToolResultPart
+from scope_temporal.chat import Message, Options, ToolCall, ToolResult
 from scope_temporal.context_refs import BaseRef
-from scope_temporal.ids import tool_call_ref
+from scope_temporal.interaction.carried_context import (
+    context_from_wire,
+    context_to_wire,
+    rounds_from_wire,
+    rounds_to_wire,
+)
 from scope_temporal.interaction.effects import ModelEffectRequest
 from scope_temporal.interaction.snapshot import (
     ModelAttempt,
@@ -132,15 +136,20 @@ class InteractionState(_State, Shared):
     On the wire (`scope_temporal.wire`, rule 4) a settled round's call and result that
     the context holds too are written as where the context holds them, `[message index,
     part index]`: each is carried once, not twice (a 1 KB result used to add 2 KB to
-    every continue-as-new of a long Interaction). Reading accepts both forms.
+    every continue-as-new of a long Interaction); and the context is written as segments
+    that a process encodes and decodes once (`carried_context`). Reading accepts every
+    earlier form.
     """
+
+    WIRE_OWN = frozenset({"context", "rounds"})
 
     process_id: str
     definition: str
     digest: str
     phase: Phase = "need_model"
     paused: bool = False
-    context: list[Message]
+    context: list[Message] = []
+    """The working context (after a turn's base). On the wire, `shared_context`."""
     model_calls: int = 0
     """Model responses consumed (including host-settled ones)."""
     next_model_call_seq: int = 1
@@ -186,81 +195,39 @@ class InteractionState(_State, Shared):
     submitted: list[SubmittedTask] = []
     """Background tasks the host submitted, in submission order."""
 
-    shared_rounds: list[dict[str, Any]] | None = Field(default=None, exclude=True)
-    """Only on the wire, read into `rounds`: the settled rounds in the compact form, an
-    entry's call or result that the context holds given as `[message, part]`, and a
-    round's `process_id` and an entry's `call_ref` left out when they are this state's
-    and the one its position names."""
+    shared_rounds: list[str] | None = Field(default=None, exclude=True)
+    """Only on the wire, read into `rounds`: the JSON texts of segments of the settled
+    rounds in the compact form, an entry's call or result that the context holds given
+    as `[message, part]`, and a round's `process_id` and an entry's `call_ref` left out
+    when they are this state's and the one its position names (`carried_context`)."""
+
+    shared_context: list[str] | None = Field(default=None, exclude=True)
+    """Only on the wire, read into `context`: the JSON texts of its segments
+    (`carried_context`), each encoded and decoded once per process."""
 
     def wire_share(self, dumped: dict[str, Any]) -> None:
-        if not self.rounds or "rounds" not in dumped:
-            return
-        held: dict[ToolCall | ToolResult, list[int]] = {}
-        for i, message in enumerate(self.context):
-            for j, part in enumerate(message.parts):
-                if isinstance(part, ToolResultPart):
-                    held.setdefault(part.result, [i, j])
-                elif isinstance(part, ToolCallPart):
-                    held.setdefault(part.call, [i, j])
-        pid = self.process_id
-        for round_, out in zip(self.rounds, dumped["rounds"], strict=True):
-            if out.get("process_id") == pid:
-                del out["process_id"]
-            for entry, entry_out in zip(round_.entries, out["entries"], strict=True):
-                if entry.call_ref == tool_call_ref(pid, round_.model_call_seq, entry.call_index):
-                    del entry_out["call_ref"]
-                for name, value in (("call", entry.call), ("result", entry.result)):
-                    at = held.get(value)
-                    if at is not None:
-                        entry_out[name] = at
-        dumped["shared_rounds"] = dumped.pop("rounds")
+        dumped.pop("context", None)
+        dumped.pop("rounds", None)
+        if self.context:
+            dumped["shared_context"] = context_to_wire(self.context)
+        if self.rounds:
+            dumped["shared_rounds"] = rounds_to_wire(self.process_id, self.context, self.rounds)
 
     @model_validator(mode="after")
-    def _rounds_from_shared(self) -> InteractionState:
-        """Read `shared_rounds` into `rounds`, taking each call or result given by place
-        from the context (the very objects: shared in memory too). An after-validator,
-        so the context is parsed as usual (a validator before it would parse the whole
-        state in Python, 2 to 3 times slower for a long conversation)."""
-        shared = self.shared_rounds
-        if shared is None:
-            return self
-        if self.rounds:
-            raise ValueError("a state gives its rounds twice (rounds and shared_rounds)")
-        pid = self.process_id
-        self.rounds = [
-            RoundResults.model_validate(
-                {
-                    "process_id": pid,
-                    **r,
-                    "entries": [_held(e, self.context, pid, r) for e in r.get("entries", ())],
-                }
-            )
-            for r in shared
-        ]
-        self.shared_rounds = None
+    def _from_wire(self) -> InteractionState:
+        """Read `shared_context` into `context`, then `shared_rounds` into `rounds`,
+        taking each call or result given by place from the context (the very objects:
+        shared in memory too). An after-validator, so the rest is parsed as usual (a
+        validator before it would parse the whole state in Python, 2 to 3 times slower
+        for a long conversation)."""
+        if self.shared_context is not None:
+            if self.context:
+                raise ValueError("a state gives its context twice (context, shared_context)")
+            self.context = context_from_wire(self.shared_context)
+            self.shared_context = None
+        if self.shared_rounds is not None:
+            if self.rounds:
+                raise ValueError("a state gives its rounds twice (rounds, shared_rounds)")
+            self.rounds = rounds_from_wire(self.shared_rounds, self.process_id, self.context)
+            self.shared_rounds = None
         return self
-
-
-def _held(entry: Any, context: list[Message], process_id: str, round_: dict[str, Any]) -> Any:
-    """`entry` with a call or result given by place taken from `context`, and its
-    `call_ref` derived when left out."""
-    if not isinstance(entry, dict):
-        return entry
-    entry = dict(entry)
-    if "call_ref" not in entry:
-        with contextlib.suppress(KeyError, TypeError):
-            seq, index = round_["model_call_seq"], entry["call_index"]
-            entry["call_ref"] = tool_call_ref(round_.get("process_id", process_id), seq, index)
-    for name in ("call", "result"):
-        place = entry.get(name)
-        if not isinstance(place, list):
-            continue
-        try:
-            i, j = place
-            value = getattr(context[i].parts[j], name, None)
-        except (IndexError, TypeError, ValueError):
-            value = None
-        if value is None:
-            raise ValueError(f"a round's {name} names {place!r} in the context, which holds none")
-        entry[name] = value
-    return entry
