@@ -1,20 +1,23 @@
-"""The conversation of a carried state on the wire, in segments each encoded and decoded
-once per process (pure: no Temporal, no I/O).
+"""A carried state's conversation and settled rounds on the wire, in segments each
+encoded and decoded once per process (pure: no Temporal, no I/O).
 
 A long Interaction's state is encoded at the end of every run and decoded at the start of
-the next, and nearly all of it is the conversation, which only grows: encoding and
-decoding it whole cost time in its bytes at every continue-as-new (about 0.3 s of CPU
-each way for 10,000 messages), inside a workflow task. So the wire form
-(`InteractionState.wire_share`) writes the context as JSON texts of `SEGMENT` messages
-each, and this module keeps, per process, the text of each segment it wrote or read with
-its messages:
+the next, and nearly all of it is the conversation and the settled rounds, which only
+grow: encoding and decoding them whole cost time in their bytes at every continue-as-new
+(about 0.15 s and 0.3 s of CPU for 5,000 rounds), inside a workflow task. So the wire
+form (`InteractionState.wire_share`) writes each as JSON texts of `SEGMENT` entries, and
+this module keeps, per process, the text of each segment it wrote or read with its
+values:
 
-- encoding a segment whose messages are the very objects encoded before reuses the text;
-- decoding a text met before returns the messages it stood for.
+- encoding a segment whose messages (rounds) are the very objects encoded before reuses
+  the text (a round's, while the context holds its call and result where it did);
+- decoding a text met before returns the values it stood for (rounds: while the context
+  holds, by identity, what they point at).
 
-Both are pure functions of their input, memoized: a worker that has not seen a segment
-(another worker, a replay after a restart) computes the same value from the text. The
-messages are frozen, so sharing them between runs changes nothing.
+Both are pure functions of their input, memoized: a process that has not seen a segment
+(another worker, a replay after a restart) computes an equal value from the text. The
+values are frozen, so sharing them between runs changes nothing. A settled round's call
+and result the context holds are written as their place in it, `[message, part]`.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from scope_temporal.interaction.snapshot import RoundResults
 from scope_temporal.wire import compact
 
 SEGMENT = 256
-"""Messages per segment (the last one of a context may hold fewer)."""
+"""Messages (rounds) per segment; the last one may hold fewer."""
 
 _KEPT_CHARS = 128 * 1024 * 1024
 """How many characters of segment texts a process keeps (when full, it starts again)."""
