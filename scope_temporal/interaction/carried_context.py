@@ -161,7 +161,9 @@ class _Rounds:
 Places = tuple[Place | None, ...]
 """The places of a round's calls and results, in entry order (call, result, ...)."""
 
-_KEPT_ROUND_SEGMENTS = 100_000
+_KEPT_ROUND_SEGMENTS = 2_048
+"""How many segments of rounds a process keeps (when full, it starts again): the rounds
+hold their results, most of them shared with the kept messages."""
 
 
 def _same(

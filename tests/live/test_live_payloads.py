@@ -21,6 +21,7 @@ from scope_temporal import (
     settle_tool_result,
     tool,
 )
+from scope_temporal.interaction import carried_context
 from scope_temporal.storage import DirectoryStorage
 from scope_temporal.testing.replay import replay_history
 from scope_temporal.tools.decorator import Tool
@@ -214,7 +215,12 @@ async def test_c45_with_storage_each_continue_as_new_stores_only_what_is_new_and
     assert stored < 1.5 * 800_000, stored
     for run in runs:
         history = await client.get_workflow_handle(handle.id, run_id=run.run_id).fetch_history()
-        await replay_history(history, [definition], storage=DirectoryStorage(tmp_path / "blobs"))
+        blobs = DirectoryStorage(tmp_path / "blobs")
+        await replay_history(history, [definition], storage=blobs)
+        with pytest.MonkeyPatch.context() as fresh:  # a worker that kept no segment
+            fresh.setattr(carried_context, "_SEGMENTS", carried_context._Segments())
+            fresh.setattr(carried_context, "_ROUNDS", carried_context._Rounds())
+            await replay_history(history, [definition], storage=blobs)
         # every model call sends what is new: at most one result, also the first call
         # of a run (the chain digest of what came before is carried)
         inputs = [
