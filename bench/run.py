@@ -532,7 +532,9 @@ ALL = (
 )
 
 
-async def main(quick: bool, only: tuple[str, ...], idle: int | None = None) -> None:
+async def main(
+    quick: bool, only: tuple[str, ...], idle: int | None = None, rounds: int | None = None
+) -> None:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli_path(),
         dev_server_extra_args=list(DEV_SERVER_ARGS),
@@ -561,7 +563,8 @@ async def main(quick: bool, only: tuple[str, ...], idle: int | None = None) -> N
             count = idle or (500 if quick else 10_000)
             await session_bench.idle(env, count=count, sample=100, figure=figure)
         if "long_state" in only:
-            await limits.long_state(env, rounds=300 if quick else 5000)
+            count = rounds or (300 if quick else 5000)
+            await limits.long_state(env, rounds=count, figure=figure)
         if "overload" in only:
             await limits.overload(env, runs=20 if quick else 100)
         if "task_progress" in only:
@@ -583,6 +586,7 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="small sizes, under 3 minutes")
     parser.add_argument("--only", default=",".join(ALL), help=f"comma-separated: {','.join(ALL)}")
     parser.add_argument("--idle", type=int, default=None, help="how many idle sessions")
+    parser.add_argument("--rounds", type=int, default=None, help="long_state's rounds")
     parser.add_argument(
         "--figures",
         type=Path,
@@ -595,7 +599,7 @@ if __name__ == "__main__":
     unknown = sorted(set(chosen) - set(ALL))
     if unknown:
         parser.error(f"unknown benchmark(s) {unknown}; choose from {', '.join(ALL)}")
-    asyncio.run(main(arguments.quick, chosen, arguments.idle))
+    asyncio.run(main(arguments.quick, chosen, arguments.idle, arguments.rounds))
     target = arguments.figures or (None if arguments.quick else FIGURES_FILE)
     if target is not None:
         record_figures(target, FIGURES, "python bench/run.py " + " ".join(sys.argv[1:]))

@@ -85,7 +85,21 @@ class ContextChain:
     def __init__(self, seed: ContextRef = EMPTY_REF) -> None:
         self.seed = seed
         self._messages: list[Message] = []
-        self._digests: list[str] = []
+        self._digests: list[str | None] = []  # None: not computed yet (`resumed`)
+
+    @classmethod
+    def resumed(cls, seed: ContextRef, messages: Sequence[Message], digest: str) -> ContextChain:
+        """A chain holding `messages`, whose chain digest after the last one is `digest`
+        (continue-as-new carries it): nothing is hashed now, and a digest inside the
+        prefix is computed only if something asks for it.
+
+        The caller vouches that `digest` is the chain digest of `messages` after `seed`."""
+        chain = cls(seed)
+        chain._messages = list(messages)
+        chain._digests = [None] * len(messages)
+        if messages:
+            chain._digests[-1] = digest
+        return chain
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -115,7 +129,7 @@ class ContextChain:
         del self._digests[count:]
 
     def extend(self, messages: Sequence[Message]) -> None:
-        digest = self._digests[-1] if self._digests else self.seed.digest
+        digest = self._digest_at(len(self._messages))
         for message in messages:
             digest = chain_digest(digest, message)
             self._messages.append(message)
@@ -126,7 +140,7 @@ class ContextChain:
         (0 <= count <= len(self))."""
         if count == 0:
             return self.seed
-        return ContextRef(count=self.seed.count + count, digest=self._digests[count - 1])
+        return ContextRef(count=self.seed.count + count, digest=self._digest_at(count))
 
     def holds(self, ref: ContextRef) -> bool:
         """True if the seed and the first `ref.count - seed.count` messages here are
@@ -134,7 +148,17 @@ class ContextChain:
         own = ref.count - self.seed.count
         if own == 0:
             return ref.digest == self.seed.digest
-        return 0 < own <= len(self._digests) and self._digests[own - 1] == ref.digest
+        return 0 < own <= len(self._digests) and self._digest_at(own) == ref.digest
+
+    def _digest_at(self, count: int) -> str:
+        """The chain digest after the first `count` messages (computed once if unknown)."""
+        if count == 0:
+            return self.seed.digest
+        known = self._digests[count - 1]
+        if known is None:
+            known = prefix_digest(self._messages[:count], self.seed.digest)
+            self._digests[count - 1] = known
+        return known
 
 
 def prefix_digest(messages: Sequence[Message], start: str = "") -> str:

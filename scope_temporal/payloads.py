@@ -109,6 +109,11 @@ class InteractionInput(_Payload):
     context_sent: int = 0
     """Carried by continue-as-new: how many leading messages of the context the previous
     model call sent (the next call refers to them instead of sending them again)."""
+    context_digest: str | None = None
+    """Carried by continue-as-new with `context_sent`: the chain digest of the state's
+    first `context_sent` messages (`context_refs`). The next run's first model call refers
+    to them instead of sending them again; None (a run from before this field, or a
+    context replaced since that call): it sends them."""
     settings: RunSettings | None = None
     """Carried by continue-as-new: the settings the first run recorded."""
     events_to: str | None = None

@@ -34,7 +34,10 @@ The rules, for scope-temporal's own models only (a user's model keeps pydantic's
     out means only when it carries the mark `"_":1`; a marked payload writes every other
     such field, even a null. Without the mark a missing field is its model default, as
     in every payload written before.
- 7. Reading accepts the long form too, so every history written before stays readable,
+ 7. A model may write a value it holds twice only once (`Shared`): `wire_share` puts in
+    the second place where the first is (e.g. a settled round's result, which the
+    conversation holds too), and the model's own reading puts the value back.
+ 8. Reading accepts the long form too, so every history written before stays readable,
     and a payload written by this form is read by no older worker: roll workers forward
     (docs/deploy.md). A value a rule puts back (rule 3's and rule 6's constants among
     them) never changes: payloads that leave the field out mean it.
@@ -108,10 +111,22 @@ class Derived(BaseModel):
         return data
 
 
+class Shared(BaseModel):
+    """A model that writes values it holds twice once (rule 7). Its `wire_share` changes
+    the compact form in place; the model reads it back by a validator of its own.
+    `WIRE_OWN` names the fields `wire_share` writes itself (left out of the dump first,
+    where the model is the value or a field of the value `compact` is given)."""
+
+    WIRE_OWN: ClassVar[frozenset[str]] = frozenset()
+
+    def wire_share(self, dumped: dict[str, Any]) -> None:
+        """Replace, in `dumped` (this model's compact form), what is held twice."""
+
+
 def compact(value: BaseModel, workflow_id: str | None = None) -> Any:
-    """`value` as JSON-ready data in the compact form (rules 1-5); `workflow_id`: the
+    """`value` as JSON-ready data in the compact form (rules 1-7); `workflow_id`: the
     workflow the payload belongs to (Temporal's serialization context), if known."""
-    dumped = value.model_dump(mode="json", exclude_defaults=True)
+    dumped = value.model_dump(mode="json", exclude_defaults=True, exclude=_own(value))
     _restore(value, dumped, tagged=not (isinstance(value, Derived) and value.WIRE_EXACT))
     rule = type(value).WIRE_CONTEXT if isinstance(value, Derived) else None
     if rule is not None and workflow_id is not None:
@@ -135,6 +150,18 @@ def expand(model: type[BaseModel], data: Any, workflow_id: str) -> Any:
     return data
 
 
+def _own(value: BaseModel) -> dict[str, Any] | None:
+    """What `compact` leaves out of the dump for `Shared` models to write (`WIRE_OWN`)."""
+    own: dict[str, Any] = {}
+    if isinstance(value, Shared):
+        own.update(dict.fromkeys(value.WIRE_OWN, True))
+    for name in type(value).model_fields:
+        field = getattr(value, name)
+        if isinstance(field, Shared) and field.WIRE_OWN and name not in own:
+            own[name] = dict.fromkeys(field.WIRE_OWN, True)
+    return own or None
+
+
 def _leave_out(dumped: Any, path: Path, derived: Any) -> None:
     for name in path[:-1]:
         dumped = dumped.get(name) if isinstance(dumped, dict) else None
@@ -144,7 +171,8 @@ def _leave_out(dumped: Any, path: Path, derived: Any) -> None:
 
 def _restore(value: Any, dumped: Any, *, tagged: bool) -> None:
     """Put back the tags `exclude_defaults` dropped where a reader may need them (rule 2),
-    drop derived fields (rule 3) and shorten digests (rule 4), walking only into fields
+    drop derived fields (rule 3), shorten digests (rule 4) and write shared values once
+    (rule 7), walking only into fields
     whose type can hold a model."""
     if isinstance(value, BaseModel) and isinstance(dumped, dict):
         plan = _plan(type(value))
@@ -167,6 +195,8 @@ def _restore(value: Any, dumped: Any, *, tagged: bool) -> None:
                     dumped[name] = _short_digest(dumped[name])
             if value.WIRE_DEFAULTS:
                 _mark_defaults(value, dumped)
+        if isinstance(value, Shared):
+            value.wire_share(dumped)
     elif isinstance(value, list | tuple) and isinstance(dumped, list):
         for item, out in zip(value, dumped, strict=False):
             _restore(item, out, tagged=True)
@@ -278,4 +308,4 @@ def _may_hold_model(annotation: Any) -> bool:
     return False
 
 
-__all__ = ["MARK", "ContextRule", "Derivation", "Derived", "Path", "compact", "expand"]
+__all__ = ["MARK", "ContextRule", "Derivation", "Derived", "Path", "Shared", "compact", "expand"]

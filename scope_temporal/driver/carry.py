@@ -15,7 +15,6 @@ from scope_temporal.driver.history_limits import refuse_carry
 from scope_temporal.driver.transport import InteractionTransport
 from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.machine import InteractionMachine
-from scope_temporal.payload_limits import size_of
 from scope_temporal.payloads import InteractionInput, RunSettings
 
 RETRY_CALLS = 20
@@ -26,12 +25,14 @@ def carried(
     machine: InteractionMachine,
     *,
     context_sent: int,
+    context_digest: str | None = None,
     settings: RunSettings | None,
     reports: tuple[AttentionReport, ...] = (),
     told: AttentionReport | None = None,
     scope_status: ScopeStatus | None = None,
 ) -> InteractionInput:
-    """The next run's input, continuing the run that started from `input` (`reports`,
+    """The next run's input, continuing the run that started from `input` (`context_sent`,
+    `context_digest`: what its latest model call sent, see `ModelCaller`; `reports`,
     `told`, `scope_status`: its status for people, see `driver.attention`)."""
     return InteractionInput(
         definition=input.definition,
@@ -39,6 +40,7 @@ def carried(
         continue_as_new_every=input.continue_as_new_every,
         state=machine.carried_state,
         context_sent=context_sent,
+        context_digest=context_digest,
         settings=settings,
         events_to=input.events_to,
         report_to=input.report_to,
@@ -47,6 +49,17 @@ def carried(
         told=told,
         scope_status=scope_status,
     )
+
+
+_LATER_FIELDS = frozenset({"context_digest"})
+"""Fields of the next run's input this release added. The fit is decided on the bytes
+an earlier release measured: a replay of its history must decide alike."""
+
+
+def _carried_size(next_input: InteractionInput) -> int:
+    """Bytes of `next_input`'s long JSON form, as `size_of` measured it before
+    `_LATER_FIELDS` were added (the payload itself is written compact, see `wire`)."""
+    return len(next_input.model_dump_json(exclude=set(_LATER_FIELDS)).encode())
 
 
 class CarryCheck:
@@ -67,7 +80,7 @@ class CarryCheck:
         `interaction.state.too_large` when the run's history nears Temporal's limits."""
         if machine.model_calls_started < self._checked_until:
             return False
-        size = size_of(next_input)
+        size = _carried_size(next_input)
         if size <= limit:
             return True
         self._checked_until = machine.model_calls_started + RETRY_CALLS

@@ -85,8 +85,11 @@ class InteractionDriver:
         self.machine = machine
         self._transport = transport
         self._input = input
+        resumed = None
+        if input.state is not None and input.context_digest is not None:
+            resumed = (machine.context, input.context_digest)
         self._models = ModelCaller(
-            input.context_sent, machine.base.ref if machine.base else EMPTY_REF
+            input.context_sent, machine.base.ref if machine.base else EMPTY_REF, resumed
         )
         self._news = machine.news()
         self._events_to = input.events_to or machine.process_id
@@ -233,6 +236,7 @@ class InteractionDriver:
             self._input,
             self.machine,
             context_sent=self._models.context_sent,
+            context_digest=self._models.carried_digest(self.machine.context),
             settings=self._settings,
             reports=self.status.carried(),
             told=self.status.teller.told,

@@ -77,18 +77,42 @@ class ModelCaller:
         context_sent: how many leading messages of the context the previous model call
             sent (carried by continue-as-new; 0 for a new Interaction).
         seed: a turn's base, which its messages follow.
+        resumed: carried by continue-as-new with `context_sent`: the carried context,
+            and the chain digest of its first `context_sent` messages (`carried_digest`).
+            The first call then refers to them instead of sending them again, and
+            nothing is hashed to restore them. None: that call sends the whole context.
     """
 
-    def __init__(self, context_sent: int = 0, seed: ContextRef = EMPTY_REF) -> None:
+    def __init__(
+        self,
+        context_sent: int = 0,
+        seed: ContextRef = EMPTY_REF,
+        resumed: tuple[Sequence[Message], str] | None = None,
+    ) -> None:
         # the messages of the latest model call, with their chain digests (and its reply)
         self._sent = ContextChain(seed)
         self._context_sent = context_sent
+        if resumed is not None and 0 < context_sent <= len(resumed[0]):
+            self._sent = ContextChain.resumed(seed, resumed[0][:context_sent], resumed[1])
         # the latest call was answered unreduced: `_sent` ends with its reply
         self._replied = False
 
     @property
     def context_sent(self) -> int:
         return self._context_sent
+
+    def carried_digest(self, context: Sequence[Message]) -> str | None:
+        """The chain digest of the first `context_sent` messages, for the next run, when
+        they are exactly the first messages of `context` (the state it carries); None
+        when they are not (a reducer or the host replaced the context since) or none
+        was sent. Compared by identity: the loop shares its immutable messages."""
+        count = self._context_sent
+        sent = self._sent.messages
+        if not 0 < count <= min(len(sent), len(context)):
+            return None
+        if any(a is not b for a, b in zip(sent[:count], context[:count], strict=True)):
+            return None
+        return self._sent.ref(count).digest
 
     async def call(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from scope_temporal.chat import Message
 from scope_temporal.context_refs import BaseRef
 from scope_temporal.definition import Definition
 from scope_temporal.ids import task_id, tool_call_ref
@@ -15,6 +16,7 @@ from scope_temporal.interaction.snapshot import (
     UnknownEffect,
 )
 from scope_temporal.interaction.state import TERMINAL_PHASES, InteractionState, SteerEnvelope
+from scope_temporal.interaction.transitions import draft_of
 from scope_temporal.outputs import Failure, Output, TokenUsage, TurnTranscript
 
 
@@ -148,9 +150,18 @@ class InteractionView:
 
     @property
     def carried_state(self) -> InteractionState:
-        """The state the next run starts from (continue-as-new): a copy, one incarnation on."""
-        next_run = {"incarnation": self._state.incarnation + 1}
-        return self._state.model_copy(update=next_run, deep=True)
+        """The state the next run starts from (continue-as-new): a copy, one incarnation on.
+
+        Its messages and results are shared, not copied: they are frozen (`draft_of`), so
+        carrying costs time in the number of entries, never in the conversation's bytes."""
+        carried = draft_of(self._state)
+        carried.incarnation += 1
+        return carried
+
+    @property
+    def context(self) -> tuple[Message, ...]:
+        """The working context (after a turn's base), its messages shared, not copied."""
+        return tuple(self._state.context)
 
     @property
     def process_id(self) -> str:

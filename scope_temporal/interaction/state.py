@@ -10,11 +10,17 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, ToolCall, ToolResult
 from scope_temporal.context_refs import BaseRef
+from scope_temporal.interaction.carried_context import (
+    context_from_wire,
+    context_to_wire,
+    rounds_from_wire,
+    rounds_to_wire,
+)
 from scope_temporal.interaction.effects import ModelEffectRequest
 from scope_temporal.interaction.snapshot import (
     ModelAttempt,
@@ -25,6 +31,7 @@ from scope_temporal.interaction.snapshot import (
 from scope_temporal.outputs import Artifact, Failure, Output, TokenUsage
 from scope_temporal.tools.outcome import Disposition
 from scope_temporal.tools.spec import SchedulingClass
+from scope_temporal.wire import Shared
 
 Phase = Literal["need_model", "model", "backoff", "round", "completed", "failed", "canceled"]
 """need_model: the next step is a model call; model: one is in flight or unknown;
@@ -123,15 +130,26 @@ class SubmittedTask(_State):
     """Canonical JSON (sorted keys): a resubmission with equal arguments is the same task."""
 
 
-class InteractionState(_State):
-    """Everything the Interaction knows. Serialises to JSON and restores exactly."""
+class InteractionState(_State, Shared):
+    """Everything the Interaction knows. Serialises to JSON and restores exactly.
+
+    On the wire (`scope_temporal.wire`, rule 7) a settled round's call and result that
+    the context holds too are written as where the context holds them, `[message index,
+    part index]`: each is carried once, not twice (a 1 KB result used to add 2 KB to
+    every continue-as-new of a long Interaction); and the context is written as segments
+    that a process encodes and decodes once (`carried_context`). Reading accepts every
+    earlier form.
+    """
+
+    WIRE_OWN = frozenset({"context", "rounds"})
 
     process_id: str
     definition: str
     digest: str
     phase: Phase = "need_model"
     paused: bool = False
-    context: list[Message]
+    context: list[Message] = []
+    """The working context (after a turn's base). On the wire, `shared_context`."""
     model_calls: int = 0
     """Model responses consumed (including host-settled ones)."""
     next_model_call_seq: int = 1
@@ -176,3 +194,40 @@ class InteractionState(_State):
     (`cancellation.py`); listed as unknown by its snapshot."""
     submitted: list[SubmittedTask] = []
     """Background tasks the host submitted, in submission order."""
+
+    shared_rounds: list[str] | None = Field(default=None, exclude=True)
+    """Only on the wire, read into `rounds`: the JSON texts of segments of the settled
+    rounds in the compact form, an entry's call or result that the context holds given
+    as `[message, part]`, and a round's `process_id` and an entry's `call_ref` left out
+    when they are this state's and the one its position names (`carried_context`)."""
+
+    shared_context: list[str] | None = Field(default=None, exclude=True)
+    """Only on the wire, read into `context`: the JSON texts of its segments
+    (`carried_context`), each encoded and decoded once per process."""
+
+    def wire_share(self, dumped: dict[str, Any]) -> None:
+        dumped.pop("context", None)
+        dumped.pop("rounds", None)
+        if self.context:
+            dumped["shared_context"] = context_to_wire(self.context)
+        if self.rounds:
+            dumped["shared_rounds"] = rounds_to_wire(self.process_id, self.context, self.rounds)
+
+    @model_validator(mode="after")
+    def _from_wire(self) -> InteractionState:
+        """Read `shared_context` into `context`, then `shared_rounds` into `rounds`,
+        taking each call or result given by place from the context (the very objects:
+        shared in memory too). An after-validator, so the rest is parsed as usual (a
+        validator before it would parse the whole state in Python, 2 to 3 times slower
+        for a long conversation)."""
+        if self.shared_context is not None:
+            if self.context:
+                raise ValueError("a state gives its context twice (context, shared_context)")
+            self.context = context_from_wire(self.shared_context)
+            self.shared_context = None
+        if self.shared_rounds is not None:
+            if self.rounds:
+                raise ValueError("a state gives its rounds twice (rounds, shared_rounds)")
+            self.rounds = rounds_from_wire(self.shared_rounds, self.process_id, self.context)
+            self.shared_rounds = None
+        return self

@@ -11,6 +11,9 @@ from temporalio.testing import WorkflowEnvironment
 from scope_temporal import (
     Definition,
     InteractionFailed,
+    InteractionHandle,
+    Output,
+    Response,
     ScopeClient,
     ScriptedModel,
     ToolResult,
@@ -18,7 +21,10 @@ from scope_temporal import (
     settle_tool_result,
     tool,
 )
+from scope_temporal.interaction import carried_context
 from scope_temporal.storage import DirectoryStorage
+from scope_temporal.testing.replay import replay_history
+from scope_temporal.tools.decorator import Tool
 from tests.live.harness import attempt_workflow_id, eventually, serving
 
 LIMIT = 50_000
@@ -152,20 +158,27 @@ async def test_c46_with_storage_large_payloads_are_offloaded_not_refused(
     assert await task_failures(temporal_env, handle.id) == 0
 
 
+async def run_carried(
+    env: WorkflowEnvironment, tmp_path: Path, body: Tool, calls: list[Response]
+) -> tuple[InteractionHandle, Output]:
+    """Run a Definition of the tool `body` through `calls` then a reply "done", with a
+    `DirectoryStorage` in `tmp_path/blobs`, continuing as new every 2 model calls."""
+    storage = DirectoryStorage(tmp_path / "blobs")
+    model = ScriptedModel([*calls, reply.text("done")])
+    definition = Definition(f"carried-{body.name}", tools=[body])
+    async with serving(
+        env, [definition], tools=[body], models={"default": model}, storage=storage
+    ) as scope:
+        offloading = ScopeClient(scope.client, task_queue=scope.task_queue, storage=storage)
+        handle = await offloading.start(definition.name, "go", continue_as_new_every=2)
+        return handle, await handle.result()
+
+
 async def test_c45_with_storage_a_state_over_the_threshold_is_carried_by_reference(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    storage = DirectoryStorage(tmp_path / "blobs")
-    model = ScriptedModel(
-        [reply.tool_calls(("dump", {"size": 100_000})) for _ in range(4)] + [reply.text("done")]
-    )
-    definition = Definition("carried", tools=[dump])
-    async with serving(
-        temporal_env, [definition], tools=[dump], models={"default": model}, storage=storage
-    ) as scope:
-        offloading = ScopeClient(scope.client, task_queue=scope.task_queue, storage=storage)
-        handle = await offloading.start("carried", "go", continue_as_new_every=2)
-        out = await handle.result()
+    calls = [reply.tool_calls(("dump", {"size": 100_000})) for _ in range(4)]
+    handle, out = await run_carried(temporal_env, tmp_path, dump, calls)
     assert out.text == "done" and out.model_calls == 5
     runs = [r async for r in temporal_env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
     assert len(runs) == 3  # continued as new after calls 2 and 4
@@ -173,5 +186,47 @@ async def test_c45_with_storage_a_state_over_the_threshold_is_carried_by_referen
     started = last.events[0].workflow_execution_started_event_attributes
     # the carried state holds 400 KB of tool results; only a reference is in history
     assert started.input.ByteSize() < 5_000
-    assert sum(p.stat().st_size for p in (tmp_path / "blobs").iterdir()) > 400_000
+    # (its four results are equal: the store, content-addressed, holds that text once)
+    assert sum(p.stat().st_size for p in (tmp_path / "blobs").iterdir()) > 100_000
+    assert await task_failures(temporal_env, handle.id) == 0
+
+
+@tool(permission="read")
+def numbered(n: int, size: int) -> str:
+    """Return `size` characters after `n`: every result differs."""
+    return f"{n}:" + "x" * size
+
+
+async def test_c45_with_storage_each_continue_as_new_stores_only_what_is_new_and_replays(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    calls = [reply.tool_calls(("numbered", {"n": n, "size": 100_000})) for n in range(8)]
+    handle, out = await run_carried(temporal_env, tmp_path, numbered, calls)
+    definition = Definition("carried-numbered", tools=[numbered])
+    assert out.text == "done" and out.model_calls == 9
+    client = temporal_env.client
+    runs = [r async for r in client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    assert len(runs) == 5  # continued as new after calls 2, 4, 6 and 8
+    # Four carried states of 200 to 800 KB of results: written whole (each result twice,
+    # in the conversation and the settled rounds, and the first model call after each
+    # continue-as-new sending the whole conversation again) they took about 6 MB; as
+    # pieces, each result is stored about once.
+    stored = sum(p.stat().st_size for p in (tmp_path / "blobs").iterdir())
+    assert stored < 1.5 * 800_000, stored
+    for run in runs:
+        history = await client.get_workflow_handle(handle.id, run_id=run.run_id).fetch_history()
+        blobs = DirectoryStorage(tmp_path / "blobs")
+        await replay_history(history, [definition], storage=blobs)
+        with pytest.MonkeyPatch.context() as fresh:  # a worker that kept no segment
+            fresh.setattr(carried_context, "_SEGMENTS", carried_context._Segments())
+            fresh.setattr(carried_context, "_ROUNDS", carried_context._Rounds())
+            await replay_history(history, [definition], storage=blobs)
+        # every model call sends what is new: at most one result, also the first call
+        # of a run (the chain digest of what came before is carried)
+        inputs = [
+            e.activity_task_scheduled_event_attributes.input
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        ]
+        assert inputs and all(p.ByteSize() < 150_000 for i in inputs for p in i.payloads)
     assert await task_failures(temporal_env, handle.id) == 0
