@@ -41,6 +41,7 @@ from scope_temporal import (
     InteractionHandle,
     ModelRetry,
     OpenAIChatModel,
+    Output,
     ScopeClient,
     TreeSnapshot,
     reply,
@@ -76,10 +77,29 @@ QUICK = ModelRetry(
 )
 
 
-def chat_model(base_url: str, *, stream: bool = False) -> OpenAIChatModel:
+def chat_model(
+    base_url: str, *, stream: bool = False, timeout: timedelta = timedelta(seconds=20)
+) -> OpenAIChatModel:
+    """The loopback model. The timeout is short only where a row hangs on purpose: a loaded
+    machine (the full suite on 2 cores) can take seconds to answer, and a timed-out call is
+    an unknown Effect the Interaction then holds, which a test waiting for a definite
+    outcome would wait for forever."""
     return OpenAIChatModel(
-        "loopback", base_url=base_url, api_key=SECRET, stream=stream, timeout=timedelta(seconds=2)
+        "loopback", base_url=base_url, api_key=SECRET, stream=stream, timeout=timeout
     )
+
+
+async def definite_outcome(handle: InteractionHandle) -> object:
+    """The Interaction's result (or its `InteractionFailed`), failing with what it holds
+    instead of waiting forever when it is held on an unknown Effect."""
+    try:
+        return await asyncio.wait_for(handle.result(), timeout=60)
+    except InteractionFailed as failed:
+        return failed
+    except TimeoutError:
+        snap = await handle.snapshot()
+        held = [(u.kind, u.diagnostic) for u in snap.unknown_effects]
+        raise AssertionError(f"{handle.id} is {snap.status}, holding {held}") from None
 
 
 def per_prompt(rows: Mapping[str, Sequence[Step]]) -> ChatCompletionsServer:
@@ -163,9 +183,10 @@ async def test_refused_for_now_is_retried_after_a_durable_timer_as_a_new_effect(
             temporal_env, [definition], models={"default": chat_model(server.base_url)}
         ) as scope:
             handles = await start_all(scope, "rows-retried", list(RETRIED))
-            outputs = {p: await h.result() for p, h in handles.items()}
+            outputs = {p: await definite_outcome(h) for p, h in handles.items()}
             snaps = {p: await h.snapshot() for p, h in handles.items()}
         for prompt, (_, label) in RETRIED.items():
+            assert isinstance(outputs[prompt], Output), outputs[prompt]
             assert outputs[prompt].text == f"answered after {label}"
             assert outputs[prompt].model_calls == 1
             assert asked(server, prompt) == 2
@@ -266,10 +287,9 @@ async def test_a_refusal_fails_the_interaction_definitely_with_its_code(
             handles = await start_all(scope, "rows-refused-for-good", list(REFUSED))
             failures: dict[str, InteractionFailed] = {}
             for prompt, handle in handles.items():
-                try:
-                    await handle.result()
-                except InteractionFailed as failed:
-                    failures[prompt] = failed
+                outcome = await definite_outcome(handle)
+                assert isinstance(outcome, InteractionFailed), (prompt, outcome)
+                failures[prompt] = outcome
             snaps = {p: await h.snapshot() for p, h in handles.items()}
     for prompt, (_, code) in REFUSED.items():
         assert failures[prompt].code == code, prompt
@@ -311,8 +331,8 @@ async def test_what_is_not_proven_stays_unknown_and_the_host_may_send_it_again(
             Definition("rows-unknown-streamed", model="streamed", model_retry=QUICK),
         ]
         models = {
-            "default": chat_model(server.base_url),
-            "streamed": chat_model(server.base_url, stream=True),
+            "default": chat_model(server.base_url, timeout=timedelta(seconds=2)),
+            "streamed": chat_model(server.base_url, stream=True, timeout=timedelta(seconds=2)),
         }
         async with serving(temporal_env, definitions, models=models) as scope:
             ECHOED_KEY_QUEUES.add(scope.task_queue)
