@@ -103,6 +103,7 @@ class InteractionCarry(_Payload, Grouped):
 class InteractionInput(_Payload, Flat):
     """Start (or continue-as-new) one `scope.Interaction`."""
 
+    # the order the fields had when they were loose: the bytes stay what they were
     WIRE_FLAT: ClassVar[tuple[str, ...]] = (
         *("definition", "messages", "max_model_calls", "capabilities", "context", "base"),
         *("options", "approved_tools", "track_status", "continue_as_new_every", "state"),

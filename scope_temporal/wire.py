@@ -83,7 +83,8 @@ class Derived(BaseModel):
     fields a payload writes as `true` when derived. `WIRE_DIGESTS` names its digest fields
     (rule 4); `WIRE_CONTEXT`, for a model sent as a whole payload, what the payload's
     workflow id derives (rule 5); `WIRE_DEFAULTS` its marked defaults (rule 6);
-    `WIRE_EXACT`, that a payload of it is only ever read as it (rule 2)."""
+    `WIRE_EXACT`, that a payload of it is only ever read as it (rule 2). Reading also
+    puts a `Flat` model's flat keys back into their groups (rule 9)."""
 
     WIRE_DERIVED: ClassVar[dict[str, Derivation]] = {}
     WIRE_MARKED: ClassVar[dict[str, Derivation]] = {}
@@ -194,7 +195,7 @@ class Shared(BaseModel):
 
 
 def compact(value: BaseModel, workflow_id: str | None = None) -> Any:
-    """`value` as JSON-ready data in the compact form (rules 1-7); `workflow_id`: the
+    """`value` as JSON-ready data in the compact form (rules 1-7, 9); `workflow_id`: the
     workflow the payload belongs to (Temporal's serialization context), if known."""
     dumped = value.model_dump(mode="json", exclude_defaults=True, exclude=_own(value))
     _restore(value, dumped, tagged=not (isinstance(value, Derived) and value.WIRE_EXACT))

@@ -16,7 +16,7 @@ the engine-level rules, the same on every engine:
  5. Cancelled, it cancels its children and the background tasks its calls launched.
  6. It reports what happens to the tree's event stream (`interaction.news`): the effects
     it starts, each model outcome, then, before each next step, what settled since. The
-    root hosts the stream; a delegate reports to its root's (`events_to`).
+    root hosts the stream; a delegate reports to its root's (`route.events_to`).
 """
 
 from __future__ import annotations
