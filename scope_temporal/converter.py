@@ -13,7 +13,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from typing import Any, Self, TypeGuard, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Self, TypeGuard, TypeVar
 
 from pydantic import BaseModel
 from pydantic_core import to_json
@@ -26,6 +27,7 @@ from temporalio.contrib.pydantic import (
 from temporalio.converter import (
     DataConverter,
     DefaultPayloadConverter,
+    EncodingPayloadConverter,
     ExternalStorage,
     SerializationContext,
     StorageDriver,
@@ -83,7 +85,17 @@ class ScopePayloadConverter(PydanticPayloadConverter):
     """Temporal's pydantic payload converter, writing scope-temporal's own payloads in
     the compact form (module docstring); it reads both forms."""
 
+    _built: ClassVar[dict[type, Mapping[bytes, EncodingPayloadConverter]]] = {}
+    """The converters the first instance of each class built, shared by every later one."""
+
     def __init__(self) -> None:
+        # Temporal's DataConverter.with_context builds a new payload converter for every
+        # payload it converts with a context, and drops it: sharing the converters (they
+        # hold no state but their type adapter cache) takes that from 25 to 15 us a call.
+        built = ScopePayloadConverter._built.get(type(self))
+        if built is not None:
+            self.converters = built
+            return
         super().__init__()
         self._set_converters(
             *(
@@ -91,6 +103,7 @@ class ScopePayloadConverter(PydanticPayloadConverter):
                 for c in self.converters.values()
             )
         )
+        ScopePayloadConverter._built[type(self)] = self.converters
 
     def with_context(self, context: SerializationContext) -> Self:
         """This converter for payloads of the workflow `context` names. A copy that shares
