@@ -30,6 +30,7 @@ from scope_temporal.interaction.session_values import SessionState
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.task_values import AttemptPlan, TaskState, YieldMode
 from scope_temporal.interaction.tool_call import ToolAttempt
+from scope_temporal.mcp.session_values import McpSessionRoute
 from scope_temporal.mcp.values import McpListing
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.tools.outcome import InputRequired, ProgressSummary, TaskLaunch, Unknown
@@ -140,6 +141,9 @@ class InteractionInput(_Payload):
     instructions_first: bool | None = None
     """A session's turn: True, every model call sends the instructions before the base;
     False, the base holds them; None (not a turn, or an older session's): `initial_state`."""
+    mcp_sessions: tuple[McpSessionRoute, ...] = ()
+    """Carried by continue-as-new: this Interaction's own MCP sessions (servers declared
+    `session="interaction"`) and the worker queues holding them (docs/mcp.md)."""
 
 
 def _caller(d: Mapping[str, Any]) -> Any:
@@ -207,6 +211,10 @@ class ToolCallInput(_Payload, Derived):
     fixed when the call starts; None: the Interaction's own."""
     session_id: str | None = None
     """The session of the Interaction's turn (a task the call starts notifies it)."""
+    mcp_session: bool = False
+    """`task_queue` is the queue of the worker holding the Interaction's own session of
+    the call's MCP server: an attempt nobody picks up there was never sent, and fails
+    with `tool.mcp.session_lost` (docs/mcp.md, Stateful servers)."""
 
     @property
     def route(self) -> Route:

@@ -15,6 +15,7 @@ from scope_temporal.driver.history_limits import refuse_carry
 from scope_temporal.driver.transport import InteractionTransport
 from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.machine import InteractionMachine
+from scope_temporal.mcp.session_values import McpSessionRoute
 from scope_temporal.payloads import InteractionInput, RunSettings
 
 RETRY_CALLS = 20
@@ -30,10 +31,12 @@ def carried(
     reports: tuple[AttentionReport, ...] = (),
     told: AttentionReport | None = None,
     scope_status: ScopeStatus | None = None,
+    mcp_sessions: tuple[McpSessionRoute, ...] = (),
 ) -> InteractionInput:
     """The next run's input, continuing the run that started from `input` (`context_sent`,
     `context_digest`: what its latest model call sent, see `ModelCaller`; `reports`,
-    `told`, `scope_status`: its status for people, see `driver.attention`)."""
+    `told`, `scope_status`: its status for people, see `driver.attention`; `mcp_sessions`:
+    its own MCP sessions, see `driver.mcp_sessions`)."""
     return InteractionInput(
         definition=input.definition,
         track_status=input.track_status,
@@ -48,10 +51,11 @@ def carried(
         reports=reports,
         told=told,
         scope_status=scope_status,
+        mcp_sessions=mcp_sessions,
     )
 
 
-_LATER_FIELDS = frozenset({"context_digest"})
+_LATER_FIELDS = frozenset({"context_digest", "mcp_sessions"})
 """Fields of the next run's input this release added. The fit is decided on the bytes
 an earlier release measured: a replay of its history must decide alike."""
 
