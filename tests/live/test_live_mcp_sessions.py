@@ -1,0 +1,110 @@
+"""Per-Interaction MCP sessions live on the dev server, in both tool-call mappings
+(docs/mcp.md, Stateful servers): each Interaction sees its own state of the test-owned
+stateful server (`tests.mcp_servers.counter`), the session is opened by
+`scope.mcp.session` (its route in history), every call runs on the holder's own queue,
+continue-as-new keeps the session, and the Interaction's end closes it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.testing import WorkflowEnvironment
+
+from scope_temporal import Definition, ModelRequest, Response, ScriptedModel, reply
+from scope_temporal.mcp import McpServer, McpStdio
+from scope_temporal.names import MCP_CLOSE_ACTIVITY, MCP_SESSION_ACTIVITY, TOOL_ACTIVITY
+from tests.live.harness import TOOL_CALL_MODE, eventually, serving
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def counter(log: Path) -> McpStdio:
+    env = {"MCP_CALL_LOG": str(log), "PYTHONPATH": str(ROOT)}
+    return McpStdio(sys.executable, ["-m", "tests.mcp_servers.counter"], env=env)
+
+
+def events(log: Path, event: str) -> list[dict[str, Any]]:
+    if not log.exists():
+        return []
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    return [e for e in logged if e["tool"] == event]
+
+
+def increments(times: int) -> ScriptedModel:
+    def plan(request: ModelRequest) -> Response:
+        results = [r.content for m in request.messages for r in m.tool_results]
+        if len(results) < times:
+            return reply.tool_calls(("counter_increment", {"by": 1}))
+        return reply.text(",".join(results))
+
+    return ScriptedModel(plan)
+
+
+COUNTED = Definition("live-counted", mcp_servers=[McpServer("counter", session="interaction")])
+
+
+async def _scheduled(env: WorkflowEnvironment, workflow_id: str) -> list[tuple[str, str]]:
+    """(activity type, task queue) of every activity the workflow scheduled."""
+    history = await env.client.get_workflow_handle(workflow_id).fetch_history()
+    return [
+        (a.activity_type.name, a.task_queue.name)
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        for a in [e.activity_task_scheduled_event_attributes]
+    ]
+
+
+async def test_live_mcp_sessions_two_interactions_each_see_their_own_counter_then_closed(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    log = tmp_path / "calls.jsonl"
+    async with serving(
+        temporal_env,
+        [COUNTED],
+        models={"default": increments(2)},
+        mcp_servers={"counter": counter(log)},
+    ) as scope:
+        first = await scope.start("live-counted", "go")
+        second = await scope.start("live-counted", "go")
+        outs = await asyncio.gather(first.result(), second.result())
+        assert [o.text for o in outs] == ["1,2", "1,2"]
+        assert len({e["pid"] for e in events(log, "increment")}) == 2
+        scheduled = await _scheduled(temporal_env, first.id)
+        [(_, main)] = [s for s in scheduled if s[0] == MCP_SESSION_ACTIVITY]
+        [(_, holder)] = [s for s in scheduled if s[0] == MCP_CLOSE_ACTIVITY]
+        assert holder.startswith(f"{main}/mcp/")
+        if TOOL_CALL_MODE[0] == "on_demand":  # the calls' attempts: on the holder's queue
+            assert [q for a, q in scheduled if a == TOOL_ACTIVITY] == [holder, holder]
+        else:
+            child = await _scheduled(temporal_env, f"{first.id}/tool/1/0")
+            assert child == [(TOOL_ACTIVITY, holder)]
+        # closed when the Interaction ended: each session's server process saw its end
+        used = {e["pid"] for e in events(log, "increment")}
+        await eventually(
+            lambda: asyncio.sleep(0, {e["pid"] for e in events(log, "closed")}),
+            lambda closed: used <= closed,
+        )
+
+
+async def test_live_mcp_sessions_continue_as_new_keeps_the_session(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    log = tmp_path / "calls.jsonl"
+    async with serving(
+        temporal_env,
+        [COUNTED],
+        models={"default": increments(3)},
+        mcp_servers={"counter": counter(log)},
+    ) as scope:
+        handle = await scope.start("live-counted", "go", continue_as_new_every=1)
+        assert (await handle.result()).text == "1,2,3"
+        assert len({e["pid"] for e in events(log, "increment")}) == 1
+        runs = 0
+        async for _ in temporal_env.client.list_workflows(f"WorkflowId = '{handle.id}'"):
+            runs += 1
+        assert runs >= 2  # it did continue as new
