@@ -173,7 +173,7 @@ class TemporalTransport:
             retry=_RETRY_SAFE_MCP if mcp is not None and mcp.retry_safe else _ONCE,
         )
         if isinstance(outcome, Lost) and task_queue is not None:
-            return Lost(f"{outcome.diagnostic} [task queue {task_queue!r}]")
+            return Lost(f"{outcome.diagnostic} [task queue {task_queue!r}]", outcome.not_started)
         return outcome
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:

@@ -8,17 +8,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from scope_temporal import Definition, ModelRequest, Response, ScriptedModel, reply
+from scope_temporal import (
+    Definition,
+    ModelRequest,
+    Response,
+    ScopeClient,
+    ScopeWorker,
+    ScriptedModel,
+    reply,
+)
 from scope_temporal.mcp import McpServer, McpStdio
 from scope_temporal.names import MCP_CLOSE_ACTIVITY, MCP_SESSION_ACTIVITY, TOOL_ACTIVITY
-from tests.live.harness import TOOL_CALL_MODE, eventually, serving
+from tests.live import mcp_session_worker
+from tests.live.harness import STARTED_IDS, TOOL_CALL_MODE, eventually, in_mode, serving
+from tests.live.test_live_worker_loss import address_of, worker_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,3 +121,53 @@ async def test_live_mcp_sessions_continue_as_new_keeps_the_session(
         async for _ in temporal_env.client.list_workflows(f"WorkflowId = '{handle.id}'"):
             runs += 1
         assert runs >= 2  # it did continue as new
+
+
+async def test_live_mcp_sessions_holder_killed_the_next_calls_fail_definitely_session_lost(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    task_queue = f"mcp-session-{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "calls.jsonl"
+    mode = TOOL_CALL_MODE[0] or "on_demand"
+    definition = in_mode(mcp_session_worker.DEFINITION, mode)
+    client = temporal_env.client
+    scope = ScopeClient(client, task_queue=task_queue)
+    workflows = ScopeWorker(
+        client,
+        task_queue=task_queue,
+        role="workflows",
+        definitions=[definition],
+        models={"default": ScriptedModel(mcp_session_worker.plan)},
+    )
+    async with workflows:
+        address, module = address_of(temporal_env), "tests.live.mcp_session_worker"
+        with worker_process(address, task_queue, log, module=module) as holder:
+            handle = await scope.start("mcp-session-loss", "go")
+            STARTED_IDS.append(handle.id)
+            await _approve(handle, "a1")  # the first call: sent to the session
+            await eventually(lambda: asyncio.sleep(0, events(log, "increment")), bool)
+            snap = await eventually(handle.snapshot, lambda s: bool(s.pending_tool_inputs))
+            os.kill(holder.pid, signal.SIGKILL)  # the second call waits for its approval
+            holder.wait(10)
+        del snap
+        replacement = mcp_session_worker.worker(client, task_queue, str(log), mode)
+        async with replacement:
+            await _approve(handle, "a2")  # sent to the dead holder's queue: never picked up
+            try:
+                out = await asyncio.wait_for(handle.result(), 60)
+            except TimeoutError:
+                raise AssertionError(repr(await handle.snapshot())) from None
+            final = await handle.snapshot()
+    first, second, third = out.text.split(" | ")
+    assert first == "1"
+    assert "is gone" in second and "was not sent" in second
+    assert "lost earlier" in third and "was not sent" in third
+    assert final.unknown_effects == []
+    assert len(events(log, "increment")) == 1  # nothing else reached any session
+    assert len(events(log, "opened")) == 2  # the listing's shared one and the session
+
+
+async def _approve(handle: Any, answer_id: str) -> None:
+    snap = await eventually(handle.snapshot, lambda s: bool(s.pending_tool_inputs), timeout=30)
+    [pending] = snap.pending_tool_inputs
+    await handle.answer(pending, answer_id, {"decision": "approve"})
