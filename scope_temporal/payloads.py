@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar
 
@@ -34,25 +33,26 @@ from scope_temporal.mcp.session_values import McpSessionRoute
 from scope_temporal.mcp.values import McpListing
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.tools.outcome import InputRequired, ProgressSummary, TaskLaunch, Unknown
-from scope_temporal.wire import ContextRule, Derivation, Derived, Path
+from scope_temporal.wire import ContextRule, Derivation, Derived, Flat, Grouped, Path
 
 
 class _Payload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-@dataclass(frozen=True)
-class Route:
-    """Where a child process's news goes. One value in the drivers; on the wire, the
-    flat fields `events_to`, `report_to` and `session_id` of `ToolCallInput`,
-    `TaskInput` and `InteractionInput` (as every history holds them)."""
+class Route(_Payload, Grouped):
+    """Where a process's news goes: the `route` of `InteractionInput`, `ToolCallInput`
+    and `TaskInput`. On the wire its fields are written flat among the input's, as every
+    history holds them (`scope_temporal.wire`, rule 9)."""
 
     events_to: str | None = None
-    """The workflow hosting the tree's event stream (None: the process reports nothing)."""
+    """The workflow hosting the tree's event stream (None: the process reports nothing;
+    an Interaction hosts its own)."""
     report_to: str | None = None
     """The Interaction to tell what the process needs from a person (None: nobody)."""
     session_id: str | None = None
-    """The session of the Interaction's turn: a background task started notifies it."""
+    """The session whose turn the process belongs to: a background task started under it
+    sends its lifecycle notifications there (None: to the Interaction that launched it)."""
 
 
 class RunSettings(_Payload):
@@ -76,8 +76,46 @@ class RunSettings(_Payload):
     (`scope.mcp.list`); None: not fetched (the Definition declares no MCP server)."""
 
 
-class InteractionInput(_Payload):
+class InteractionCarry(_Payload, Grouped):
+    """What one run of an Interaction carries to the next (continue-as-new) besides its
+    state, built by `InteractionDriver._carried` and read back by the next run's driver.
+    On the wire its fields are written flat, as they were when loose (`wire` rule 9)."""
+
+    context_sent: int = 0
+    """How many leading messages of the context the previous model call sent (the next
+    call refers to them instead of sending them again)."""
+    context_digest: str | None = None
+    """The chain digest of the state's first `context_sent` messages (`context_refs`).
+    The next run's first model call refers to them instead of sending them again; None
+    (a run from before this field, or a context replaced since that call): it sends them."""
+    settings: RunSettings | None = None
+    """The settings the first run recorded (None: the run records them)."""
+    stream: WorkflowStreamState | None = None
+    """A host's latest events and the stream's offsets (Temporal's workflow_streams
+    state); None: not a host, or nothing published yet."""
+    reports: tuple[AttentionReport, ...] = ()
+    """What the background tasks last reported."""
+    told: AttentionReport | None = None
+    """The last report sent to `route.report_to`."""
+    scope_status: ScopeStatus | None = None
+    """The ScopeStatus last recorded."""
+    mcp_sessions: tuple[McpSessionRoute, ...] = ()
+    """This Interaction's own MCP sessions (servers declared `session="interaction"`)
+    and the worker queues holding them (docs/mcp.md, Stateful servers)."""
+
+
+class InteractionInput(_Payload, Flat):
     """Start (or continue-as-new) one `scope.Interaction`."""
+
+    # the order the fields had when they were loose: the bytes stay what they were
+    WIRE_FLAT: ClassVar[tuple[str, ...]] = (
+        *("definition", "messages", "max_model_calls", "capabilities", "context", "base"),
+        *("options", "approved_tools", "track_status", "continue_as_new_every", "state"),
+        *("context_sent", "context_digest", "settings", "events_to", "stream", "report_to"),
+        *("reports", "told", "scope_status", "session_id", "notices", "instructions_first"),
+        "mcp_sessions",
+    )
+    WIRE_LATER: ClassVar[frozenset[str]] = frozenset({"mcp_sessions"})
 
     definition: str
     """Name of a Definition registered on the worker serving the task queue."""
@@ -106,44 +144,21 @@ class InteractionInput(_Payload):
     continue as new before its first model call, forever (no history holds such a run
     that ever made progress)."""
     state: InteractionState | None = None
-    """Carried by continue-as-new."""
-    context_sent: int = 0
-    """Carried by continue-as-new: how many leading messages of the context the previous
-    model call sent (the next call refers to them instead of sending them again)."""
-    context_digest: str | None = None
-    """Carried by continue-as-new with `context_sent`: the chain digest of the state's
-    first `context_sent` messages (`context_refs`). The next run's first model call refers
-    to them instead of sending them again; None (a run from before this field, or a
-    context replaced since that call): it sends them."""
-    settings: RunSettings | None = None
-    """Carried by continue-as-new: the settings the first run recorded."""
-    events_to: str | None = None
-    """The workflow hosting the tree's event stream, which this Interaction reports to (a
-    delegate's root, a session's turn's session); None: this Interaction hosts it."""
-    stream: WorkflowStreamState | None = None
-    """Carried by continue-as-new of a host: the latest events and the stream's offsets
-    (Temporal's workflow_streams state)."""
-    report_to: str | None = None
-    """The Interaction to tell what this one needs from a person (a Delegate's parent)."""
-    reports: tuple[AttentionReport, ...] = ()
-    """Carried by continue-as-new: what the background tasks last reported."""
-    told: AttentionReport | None = None
-    """Carried by continue-as-new: the last report sent to `report_to`."""
-    scope_status: ScopeStatus | None = None
-    """Carried by continue-as-new: the ScopeStatus last recorded."""
-    session_id: str | None = None
-    """A session's turn: its session. Its background tasks send their lifecycle
-    notifications there (the session passes them to the running turn, or keeps them for
-    the next one); None: to this Interaction."""
+    """Carried by continue-as-new: the state the run continues from."""
+    carry: InteractionCarry = InteractionCarry()
+    """Carried by continue-as-new: what else the previous run carried over."""
+    route: Route = Route()
+    """Where this Interaction's news goes: `events_to`, the tree's event stream (a
+    delegate's root, a session's turn's session; None: this Interaction hosts it);
+    `report_to`, whom it tells what it needs from a person (a Delegate's parent);
+    `session_id`, a session's turn's session, which its background tasks notify (the
+    session passes it to the running turn, or keeps it for the next one)."""
     notices: tuple[SteerInput, ...] = ()
     """A session's turn: task notifications the session kept for it, applied as steers
     before its first model call (ignored when `state` is given)."""
     instructions_first: bool | None = None
     """A session's turn: True, every model call sends the instructions before the base;
     False, the base holds them; None (not a turn, or an older session's): `initial_state`."""
-    mcp_sessions: tuple[McpSessionRoute, ...] = ()
-    """Carried by continue-as-new: this Interaction's own MCP sessions (servers declared
-    `session="interaction"`) and the worker queues holding them (docs/mcp.md)."""
 
 
 def _caller(d: Mapping[str, Any]) -> Any:
@@ -162,13 +177,13 @@ USUAL_PAYLOAD_LIMIT = 1_000_000
 (never changes: such payloads mean it)."""
 
 
-class ToolCallInput(_Payload, Derived):
+class ToolCallInput(_Payload, Flat):
     """Start one `scope.ToolCall` child.
 
     On the wire (`scope_temporal.wire`), the caller and the call's position are left out
     of `request` (the child's workflow id names them), and `start_to_close` when it is
-    `DEFAULT_TOOL_START_TO_CLOSE`. A marked payload leaves out `events_to` and
-    `report_to` naming the calling Interaction (`request.parent_id`), the usual
+    `DEFAULT_TOOL_START_TO_CLOSE`. A marked payload leaves out the route's `events_to`
+    and `report_to` naming the calling Interaction (`request.parent_id`), the usual
     heartbeat and payload limit; an unmarked one (every one written before) writes them
     `true` when they name the caller.
     """
@@ -184,6 +199,12 @@ class ToolCallInput(_Payload, Derived):
         "report_to": _caller,
     }
     WIRE_CONTEXT: ClassVar[ContextRule | None] = functools.partial(call_position, ("request",))
+    WIRE_FLAT: ClassVar[tuple[str, ...]] = (
+        *("request", "start_to_close", "heartbeat", "first_outcome", "paused", "approval"),
+        *("decision", "payload_limit", "events_to", "report_to", "task_queue", "session_id"),
+        "mcp_session",
+    )
+    WIRE_LATER: ClassVar[frozenset[str]] = frozenset({"mcp_session"})
 
     request: ToolEffectRequest
     start_to_close: timedelta
@@ -201,25 +222,19 @@ class ToolCallInput(_Payload, Derived):
     payload_limit: int | None = None
     """The Interaction's recorded payload limit (None in histories from before it was
     passed down: the serving worker's limit then applies)."""
-    events_to: str | None = None
-    """The workflow hosting the tree's event stream (None: the call reports nothing, as
-    in histories from before the stream)."""
-    report_to: str | None = None
-    """The Interaction to tell when the call waits for a person or holds an unknown."""
     task_queue: str | None = None
     """The task queue of the workers that run the tool's body (`@tool(task_queue=...)`),
     fixed when the call starts; None: the Interaction's own."""
-    session_id: str | None = None
-    """The session of the Interaction's turn (a task the call starts notifies it)."""
+    route: Route = Route()
+    """Where the call's news goes, and a task it starts reports: `events_to`, the tree's
+    event stream (None: the call reports nothing, as in histories from before the
+    stream); `report_to`, whom it tells when it waits for a person or holds an unknown;
+    `session_id`, the session of the Interaction's turn (a task the call starts
+    notifies it)."""
     mcp_session: bool = False
     """`task_queue` is the queue of the worker holding the Interaction's own session of
     the call's MCP server: an attempt nobody picks up there was never sent, and fails
     with `tool.mcp.session_lost` (docs/mcp.md, Stateful servers)."""
-
-    @property
-    def route(self) -> Route:
-        """Where the call's news goes, and a task it starts reports."""
-        return Route(self.events_to, self.report_to, self.session_id)
 
 
 class ModelActivityInput(_Payload, Derived):
@@ -474,8 +489,13 @@ class TaskCarry(_Payload):
     """Runs of the task so far (this one included)."""
 
 
-class TaskInput(_Payload):
+class TaskInput(_Payload, Flat):
     """Start one `scope.BackgroundTask` (its workflow id is the task id)."""
+
+    WIRE_FLAT: ClassVar[tuple[str, ...]] = (
+        *("launch", "ref", "parent_id", "definition", "events_to", "report_to"),
+        *("history_events", "carried", "session_id"),
+    )
 
     launch: TaskLaunch
     ref: str
@@ -484,18 +504,16 @@ class TaskInput(_Payload):
     """The Interaction whose call launched it."""
     definition: str
     """That Interaction's Definition."""
-    events_to: str | None = None
-    """The workflow hosting the tree's event stream (None: the task reports nothing)."""
-    report_to: str | None = None
-    """The Interaction to tell when the task waits for an answer, and when no longer."""
+    route: Route = Route()
+    """Where the task's news goes: `events_to`, the tree's event stream (None: the task
+    reports nothing); `report_to`, the Interaction to tell when it waits for an answer,
+    and when no longer; `session_id`, the session whose turn launched it: its lifecycle
+    notifications go there (signal `scope.session.notice`) instead of to `parent_id`."""
     history_events: int | None = None
     """The run continues as new before its history passes this many events (None: the
     default, `driver.task_carry.TASK_HISTORY_EVENTS`)."""
     carried: TaskCarry | None = None
     """What the previous run of the task carried over (None: the first run)."""
-    session_id: str | None = None
-    """The session whose turn launched the task: its lifecycle notifications go there
-    (signal `scope.session.notice`) instead of to `parent_id`."""
 
 
 class TaskAttemptInput(_Payload):

@@ -41,6 +41,13 @@ The rules, for scope-temporal's own models only (a user's model keeps pydantic's
     and a payload written by this form is read by no older worker: roll workers forward
     (docs/deploy.md). A value a rule puts back (rule 3's and rule 6's constants among
     them) never changes: payloads that leave the field out mean it.
+ 9. A model may hold small values (`Grouped`: a call's route, what an Interaction's run
+    carries) whose fields are written flat among its own (`Flat`), as they were when they
+    were loose fields: `WIRE_FLAT` lists the keys in the order they were written, so the
+    bytes stay what they were, and the other rules see the flat keys (the holder's rules
+    derive, mark and default a group's fields by their own names). Reading puts the keys
+    back into their group; the model's own dumps (the long form, which size checks
+    measure) are flat too.
 
 Left out: the payload's metadata (`{"encoding": "json/plain"}`), Temporal's own, which
 the hand-written workflows carry too.
@@ -58,7 +65,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 Derivation = Callable[[Mapping[str, Any]], Any]
 """Derives one field's JSON value from the other fields' (rule 3)."""
@@ -76,7 +83,8 @@ class Derived(BaseModel):
     fields a payload writes as `true` when derived. `WIRE_DIGESTS` names its digest fields
     (rule 4); `WIRE_CONTEXT`, for a model sent as a whole payload, what the payload's
     workflow id derives (rule 5); `WIRE_DEFAULTS` its marked defaults (rule 6);
-    `WIRE_EXACT`, that a payload of it is only ever read as it (rule 2)."""
+    `WIRE_EXACT`, that a payload of it is only ever read as it (rule 2). Reading also
+    puts a `Flat` model's flat keys back into their groups (rule 9)."""
 
     WIRE_DERIVED: ClassVar[dict[str, Derivation]] = {}
     WIRE_MARKED: ClassVar[dict[str, Derivation]] = {}
@@ -108,7 +116,77 @@ class Derived(BaseModel):
                 # what a rule needs may be missing too: validation then says so
                 with contextlib.suppress(KeyError, TypeError, ValueError):
                     data[name] = rule(data)
+        return _gathered(cls, data)
+
+
+class Grouped(BaseModel):
+    """A value whose fields a payload writes flat, among its holder's (rule 9)."""
+
+
+class Flat(Derived):
+    """A model holding `Grouped` values, written flat (rule 9). `WIRE_FLAT` lists the
+    payload's keys in the order they are written: the model's own fields and its groups'
+    fields, by their own names (keys it leaves unlisted follow, in field order)."""
+
+    WIRE_FLAT: ClassVar[tuple[str, ...]] = ()
+    WIRE_LATER: ClassVar[frozenset[str]] = frozenset()
+    """Keys added after the bytes of its dumps were pinned (e.g. an Interaction's
+    `mcp_sessions`): left out of every dump, the long form too, while empty (their
+    default), so a payload without them dumps and measures as it did before."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        groups = _groups.__wrapped__(cls)  # not cached: the model may not be complete yet
+        keys = [n for n in cls.model_fields if n not in groups]
+        keys += [n for group in groups.values() for n in group.model_fields]
+        unknown = set(cls.WIRE_FLAT) - set(keys)
+        if unknown or len(keys) != len(set(keys)):
+            raise TypeError(
+                f"{cls.__name__}: WIRE_FLAT names no field {sorted(unknown)}, or "
+                "a group's field has the name of another field"
+            )
+
+    @model_serializer(mode="wrap")
+    def _write_flat(self, handler: SerializerFunctionWrapHandler) -> Any:
+        dumped = handler(self)
+        if not isinstance(dumped, dict):
+            return dumped
+        for name in _groups(type(self)):
+            inner = dumped.pop(name, None)
+            if isinstance(inner, dict):
+                dumped.update(inner)
+        for name in self.WIRE_LATER:
+            if name in dumped and not dumped[name]:
+                del dumped[name]
+        order = self.WIRE_FLAT
+        listed = {k: dumped[k] for k in order if k in dumped}
+        return listed | {k: v for k, v in dumped.items() if k not in listed}
+
+
+@functools.cache
+def _groups(cls: type[BaseModel]) -> Mapping[str, type[BaseModel]]:
+    """The fields of `cls` holding a `Grouped` value (rule 9), and its model."""
+    found = {}
+    for name, field in cls.model_fields.items():
+        model = _one_model(field.annotation)
+        if model is not None and issubclass(model, Grouped):
+            found[name] = model
+    return types.MappingProxyType(found)
+
+
+def _gathered(cls: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
+    """Rule 9, reading: each group's flat keys back into it (unless it is given whole)."""
+    groups = _groups(cls)
+    if not groups:
         return data
+    data = dict(data)
+    for name, group in groups.items():
+        if name not in data:
+            found = {k: data.pop(k) for k in group.model_fields if k in data}
+            if found:
+                data[name] = found
+    return data
 
 
 class Shared(BaseModel):
@@ -124,7 +202,7 @@ class Shared(BaseModel):
 
 
 def compact(value: BaseModel, workflow_id: str | None = None) -> Any:
-    """`value` as JSON-ready data in the compact form (rules 1-7); `workflow_id`: the
+    """`value` as JSON-ready data in the compact form (rules 1-7, 9); `workflow_id`: the
     workflow the payload belongs to (Temporal's serialization context), if known."""
     dumped = value.model_dump(mode="json", exclude_defaults=True, exclude=_own(value))
     _restore(value, dumped, tagged=not (isinstance(value, Derived) and value.WIRE_EXACT))
@@ -180,8 +258,10 @@ def _restore(value: Any, dumped: Any, *, tagged: bool) -> None:
             for name, tag in plan.tags:
                 dumped.setdefault(name, tag)
         for name in plan.nested:
-            if name in dumped:
-                item = getattr(value, name)
+            item = getattr(value, name)
+            if isinstance(item, Grouped):  # written flat (rule 9): its keys are here
+                _restore(item, dumped, tagged=False)
+            elif name in dumped:
                 _restore(item, dumped[name], tagged=plan.exact.get(name) is not type(item))
         if isinstance(value, Derived):
             for name, rule in value.WIRE_MARKED.items():
@@ -215,7 +295,8 @@ _NO_DEFAULT = object()
 def _mark_defaults(value: Derived, dumped: dict[str, Any]) -> None:
     """Rule 6: when it is shorter, leave out the fields at their marked default, write
     the others (even null), and mark the payload."""
-    full = value.model_dump(mode="json", include=set(value.WIRE_DEFAULTS))
+    include = set(value.WIRE_DEFAULTS) | set(_groups(type(value)))  # flat (rule 9)
+    full = value.model_dump(mode="json", include=include)
     marked = dict(dumped)
     marked[MARK] = 1
     for name, rule in value.WIRE_DEFAULTS.items():
@@ -308,4 +389,15 @@ def _may_hold_model(annotation: Any) -> bool:
     return False
 
 
-__all__ = ["MARK", "ContextRule", "Derivation", "Derived", "Path", "Shared", "compact", "expand"]
+__all__ = [
+    "MARK",
+    "ContextRule",
+    "Derivation",
+    "Derived",
+    "Flat",
+    "Grouped",
+    "Path",
+    "Shared",
+    "compact",
+    "expand",
+]

@@ -1,12 +1,21 @@
-"""Session fixtures: one real Temporal dev server for the whole run; the `--full` option.
+"""Session fixtures: one real Temporal dev server per test process; the `--full` option.
 
 `python -m pytest` runs the CI subset: tests marked `full` (every kill point in both
 tool-call mappings, 50 interactions on three workers, ...) are skipped unless `--full`;
 the soak (`tests/faults/test_soak.py`) runs only with `--soak MINUTES`.
+
+The run takes two processes (pytest-xdist, `-n 2 --dist loadgroup` in pyproject.toml).
+The tests that need Temporal are mostly waiting (for a heartbeat to lapse, a worker to be
+noticed lost), so they run in two streams, whole files alternating between them, each
+stream in one process with its own dev server; `test_zz_replay` runs at the end of each
+stream and replays what that stream's server holds. The unit tests fill in beside them.
+With `-n 0` everything runs in one process as one stream.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -19,6 +28,39 @@ from scope_temporal.testing.devserver import DEV_SERVER_ARGS, temporal_cli_path
 from tests.faults import figures
 from tests.faults.test_soak import DRAIN_SECONDS as SOAK_DRAIN_SECONDS
 from tests.live.harness import REGISTRY_BY_QUEUE
+
+STREAMS = 2
+"""How many streams the tests that need Temporal run in under xdist (one per process)."""
+REPLAY_TEST = "tests/live/test_zz_replay.py"
+
+
+def _stream_of(item: pytest.Item, files: list[str]) -> int:
+    """The stream a test that needs Temporal runs in: the replay test's own parameter;
+    otherwise its file's place among the streamed files. (The unit tests have none: they
+    run anywhere, in any order.)"""
+    path = item.nodeid.split("::")[0]
+    if path == REPLAY_TEST:
+        return int(item.callspec.params["stream"])  # type: ignore[attr-defined]
+    return files.index(path) % STREAMS
+
+
+def _assign_streams(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # one process: one stream, one replay
+        kept = [i for i in items if not _is_replay_of_another_stream(i)]
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept
+        return
+    streamed = [i for i in items if not i.nodeid.startswith("tests/unit/")]
+    replays = [i for i in streamed if i.nodeid.startswith(REPLAY_TEST)]
+    if replays and streamed[-len(replays) :] != replays:
+        raise pytest.UsageError(f"{REPLAY_TEST} must be the last file of tests that need Temporal")
+    files = list(dict.fromkeys(i.nodeid.split("::")[0] for i in streamed if i not in replays))
+    for item in streamed:
+        item.add_marker(pytest.mark.xdist_group(f"temporal-{_stream_of(item, files)}"))
+
+
+def _is_replay_of_another_stream(item: pytest.Item) -> bool:
+    return item.nodeid.startswith(REPLAY_TEST) and item.callspec.params["stream"] != 0  # type: ignore[attr-defined]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,12 +87,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     figures.FULL = bool(config.getoption("--full"))
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(FiguresFromWorkers())
     config.addinivalue_line(
         "markers", "full: a long variant, run only with --full (CI runs a deterministic subset)"
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _assign_streams(config, items)
     soak_minutes = float(config.getoption("--soak"))
     if soak_minutes > 0:  # the soak runs for its minutes, then drains: no 300 s cap
         limit = pytest.mark.timeout(soak_minutes * 60 + SOAK_DRAIN_SECONDS + 300)
@@ -63,6 +109,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "full" in item.keywords:
             item.add_marker(skip)
+
+
+class FiguresFromWorkers:
+    """Each xdist worker hands the fault figures it counted to the controlling process,
+    which prints them all (the figures live in the process that ran the tests)."""
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        output = getattr(session.config, "workeroutput", None)
+        if output is not None:
+            output["fault_figures"] = json.dumps(
+                {"figures": dict(figures.FIGURES), "kill_points": sorted(figures.KILL_POINTS)}
+            )
+
+    @pytest.hookimpl
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        sent = getattr(node, "workeroutput", {}).get("fault_figures")
+        if sent:
+            counted = json.loads(sent)
+            figures.FIGURES.update(counted["figures"])
+            figures.KILL_POINTS.update(counted["kill_points"])
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

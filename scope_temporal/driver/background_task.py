@@ -146,7 +146,7 @@ class TaskDriver:
         self._told.add(signal_id)
         message = Message.user(envelopes.notification(task))
         steer = SteerInput(signal_id=signal_id, messages=(message,))
-        session = self._input.session_id
+        session = self._input.route.session_id
         if session is not None:  # a session's turn: the session passes it on or keeps it
             if not await self._transport.notify_session(session, steer):
                 self._transport.warn(

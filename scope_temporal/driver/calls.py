@@ -134,9 +134,7 @@ async def attempt_tool(
             ref=request.ref,
             parent_id=request.parent_id,
             definition=request.definition,
-            events_to=route.events_to,
-            report_to=route.report_to,
-            session_id=route.session_id,
+            route=route,
         ),
         summary=call_summary("task", request.call),
     )
@@ -173,12 +171,10 @@ def tool_call_input(
         start_to_close=timeout + _TOOL_MARGIN,
         heartbeat=definition.tool_heartbeat_timeout,
         payload_limit=limit,
-        events_to=route.events_to,
         approval=effect.approval,
         decision=effect.decision,
-        report_to=route.report_to,
         task_queue=spec.task_queue if spec is not None else None,
-        session_id=route.session_id,
+        route=route,
     )
 
 
@@ -319,9 +315,8 @@ async def run_delegate(
                 max_model_calls=effect.max_model_calls,
                 capabilities=effect.capabilities,
                 track_status=track_status,
-                events_to=route.events_to,
                 context=effect.run_context or None,
-                report_to=route.report_to,
+                route=Route(events_to=route.events_to, report_to=route.report_to),
             ),
             process_id=effect.process_id,
             summary=f"delegate {effect.delegate} -> {effect.definition}",

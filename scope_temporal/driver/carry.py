@@ -13,49 +13,28 @@ from __future__ import annotations
 from scope_temporal import errors
 from scope_temporal.driver.history_limits import refuse_carry
 from scope_temporal.driver.transport import InteractionTransport
-from scope_temporal.interaction.attention import AttentionReport, ScopeStatus
 from scope_temporal.interaction.machine import InteractionMachine
-from scope_temporal.mcp.session_values import McpSessionRoute
-from scope_temporal.payloads import InteractionInput, RunSettings
+from scope_temporal.payloads import InteractionCarry, InteractionInput
 
 RETRY_CALLS = 20
 
 
 def carried(
-    input: InteractionInput,
-    machine: InteractionMachine,
-    *,
-    context_sent: int,
-    context_digest: str | None = None,
-    settings: RunSettings | None,
-    reports: tuple[AttentionReport, ...] = (),
-    told: AttentionReport | None = None,
-    scope_status: ScopeStatus | None = None,
-    mcp_sessions: tuple[McpSessionRoute, ...] = (),
+    input: InteractionInput, machine: InteractionMachine, carry: InteractionCarry
 ) -> InteractionInput:
-    """The next run's input, continuing the run that started from `input` (`context_sent`,
-    `context_digest`: what its latest model call sent, see `ModelCaller`; `reports`,
-    `told`, `scope_status`: its status for people, see `driver.attention`; `mcp_sessions`:
-    its own MCP sessions, see `driver.mcp_sessions`)."""
+    """The next run's input, continuing the run that started from `input`: its state, and
+    `carry` (see `InteractionDriver._carried`)."""
     return InteractionInput(
         definition=input.definition,
         track_status=input.track_status,
         continue_as_new_every=input.continue_as_new_every,
         state=machine.carried_state,
-        context_sent=context_sent,
-        context_digest=context_digest,
-        settings=settings,
-        events_to=input.events_to,
-        report_to=input.report_to,
-        session_id=input.session_id,
-        reports=reports,
-        told=told,
-        scope_status=scope_status,
-        mcp_sessions=mcp_sessions,
+        carry=carry,
+        route=input.route,
     )
 
 
-_LATER_FIELDS = frozenset({"context_digest", "mcp_sessions"})
+_LATER_FIELDS = {"carry": {"context_digest", "mcp_sessions"}}
 """Fields of the next run's input this release added. The fit is decided on the bytes
 an earlier release measured: a replay of its history must decide alike."""
 
@@ -63,7 +42,7 @@ an earlier release measured: a replay of its history must decide alike."""
 def _carried_size(next_input: InteractionInput) -> int:
     """Bytes of `next_input`'s long JSON form, as `size_of` measured it before
     `_LATER_FIELDS` were added (the payload itself is written compact, see `wire`)."""
-    return len(next_input.model_dump_json(exclude=set(_LATER_FIELDS)).encode())
+    return len(next_input.model_dump_json(exclude=_LATER_FIELDS).encode())
 
 
 class CarryCheck:

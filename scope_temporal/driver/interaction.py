@@ -18,7 +18,7 @@ the engine-level rules, the same on every engine:
     (`driver.mcp_sessions`); continue-as-new carries them.
  6. It reports what happens to the tree's event stream (`interaction.news`): the effects
     it starts, each model outcome, then, before each next step, what settled since. The
-    root hosts the stream; a delegate reports to its root's (`events_to`).
+    root hosts the stream; a delegate reports to its root's (`route.events_to`).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from scope_temporal.payloads import (
     ContextPage,
     ContextPageRequest,
     ControlInput,
+    InteractionCarry,
     InteractionInput,
     ResolveInput,
     Route,
@@ -88,15 +89,16 @@ class InteractionDriver:
         self.machine = machine
         self._transport = transport
         self._input = input
+        carry = input.carry  # what the previous run carried (`_carried`)
         resumed = None
-        if input.state is not None and input.context_digest is not None:
-            resumed = (machine.context, input.context_digest)
+        if input.state is not None and carry.context_digest is not None:
+            resumed = (machine.context, carry.context_digest)
         self._models = ModelCaller(
-            input.context_sent, machine.base.ref if machine.base else EMPTY_REF, resumed
+            carry.context_sent, machine.base.ref if machine.base else EMPTY_REF, resumed
         )
         self._news = machine.news()
-        self._events_to = input.events_to or machine.process_id
-        self._settings = input.settings
+        self._events_to = input.route.events_to or machine.process_id
+        self._settings = carry.settings
         self._provisional_limit = limit
         self._held: list[Callable[[], None]] = []  # signals that came before the settings
         self._children: set[str] = set()  # running child processes (signals go to them)
@@ -104,18 +106,21 @@ class InteractionDriver:
         self._dirty = False
         self._crash: BaseException | None = None
         self._carry = CarryCheck()
-        self._mcp_sessions = McpSessionRoutes(machine.process_id, input.mcp_sessions)
+        self._mcp_sessions = McpSessionRoutes(machine.process_id, carry.mcp_sessions)
         self.submissions = Submissions(
-            machine, transport, self._spawn, Route(self._events_to, session_id=input.session_id)
+            machine,
+            transport,
+            self._spawn,
+            Route(events_to=self._events_to, session_id=input.route.session_id),
         )
         self.status = TreeStatus(
             machine,
             transport,
             lambda: self._children | set(machine.tasks_to_cancel),
-            carried=input.reports,
-            recorded=input.scope_status,
+            carried=carry.reports,
+            recorded=carry.scope_status,
             track=input.track_status,
-            teller=Teller(input.report_to, input.told),
+            teller=Teller(input.route.report_to, carry.told),
         )
         """Its status for people, for its tree (see `driver.attention`)."""
 
@@ -201,9 +206,9 @@ class InteractionDriver:
     def _start(self, effect: CallModel | StartToolCall | StartDelegate | WaitRetry) -> None:
         machine, transport = self.machine, self._transport
         route = Route(  # children of a run that shows who needs a person tell it
-            self._events_to,
-            machine.process_id if self.status.on else None,
-            self._input.session_id,
+            events_to=self._events_to,
+            report_to=machine.process_id if self.status.on else None,
+            session_id=self._input.route.session_id,
         )
         match effect:
             case CallModel():
@@ -240,9 +245,9 @@ class InteractionDriver:
             self._transport.publish(self._news.model(effect.request, outcome, retried=retried))
 
     def _carried(self) -> InteractionInput:
-        return carried(
-            self._input,
-            self.machine,
+        """The next run's input: the one place its carry is built (`__init__` reads it;
+        a host's transport adds its event stream's state)."""
+        carry = InteractionCarry(
             context_sent=self._models.context_sent,
             context_digest=self._models.carried_digest(self.machine.context),
             settings=self._settings,
@@ -251,6 +256,7 @@ class InteractionDriver:
             scope_status=self.status.recorded if self.status.on else None,
             mcp_sessions=self._mcp_sessions.carried,
         )
+        return carried(self._input, self.machine, carry)
 
     def _can_carry(self) -> bool:
         """Whether the state fits in the next run's input (see `carry`)."""

@@ -60,6 +60,7 @@ from scope_temporal.payloads import (
     ContextPage,
     ContextPageRequest,
     InteractionInput,
+    Route,
     SessionEndInput,
     SessionInput,
     SessionSend,
@@ -176,7 +177,7 @@ class SessionDriver:
             context=effect.run_context,
             approved_tools=effect.approved_tools,
             track_status=self._input.track_status,
-            session_id=self.machine.session_id,
+            route=Route(session_id=self.machine.session_id),
             instructions_first=effect.instructions_first,
             notices=tuple(
                 SteerInput(signal_id=n.message_id, messages=n.messages) for n in effect.notices

@@ -57,7 +57,7 @@ class ToolCallDriver:
         self._transport = transport
         self._limit = input.payload_limit if input.payload_limit is not None else limit
         self._news = ToolCallNews()
-        self._teller = Teller(input.report_to)
+        self._teller = Teller(input.route.report_to)
         self._untold = False  # a change the Interaction has not been told about yet
 
     async def run(self) -> CallSettled | Failure:

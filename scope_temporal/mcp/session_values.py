@@ -3,7 +3,7 @@
 Pure and workflow-safe. A server declared `McpServer(..., session="interaction")` gets
 one client session per Interaction, held by one worker. The activity `scope.mcp.session`
 opens it and answers with its route (the task queue only that worker polls); the result
-is in history, continue-as-new carries it (`InteractionInput.mcp_sessions`), and every
+is in history, continue-as-new carries it (`input.carry.mcp_sessions`), and every
 later call of the server in that Interaction is scheduled on that queue. `scope.mcp.close`
 closes an Interaction's sessions when it ends. See docs/mcp.md, Stateful servers.
 """

@@ -166,7 +166,7 @@ class LocalEngine:
         if isinstance(opened, Failure):
             return opened
         driver = InteractionDriver(opened, self.transport, input, limit=registry.payload_limit)
-        failure = driver.begin(input.settings or settings_of(opened.definition, registry))
+        failure = driver.begin(input.carry.settings or settings_of(opened.definition, registry))
         if failure is not None:
             return failure
         self.processes[process_id] = driver

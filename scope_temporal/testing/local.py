@@ -25,7 +25,7 @@ from scope_temporal.models.protocol import Model
 from scope_temporal.observers import ObserverHub
 from scope_temporal.outputs import Failure
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
-from scope_temporal.payloads import InteractionInput, SessionInput
+from scope_temporal.payloads import InteractionCarry, InteractionInput, SessionInput
 from scope_temporal.registry import Registry
 from scope_temporal.run_context import check_run_context
 from scope_temporal.testing.local_mcp import local_mcp_settings
@@ -167,7 +167,7 @@ class LocalRunner:
                 context=checked,
                 approved_tools=tuple(approved_tools),
                 options=options,
-                settings=settings,
+                carry=InteractionCarry(settings=settings),
             ),
         )
         if isinstance(opened, Failure):

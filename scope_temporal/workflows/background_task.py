@@ -39,7 +39,8 @@ class BackgroundTaskWorkflow(CommandsInTask):
 
     @workflow.init
     def __init__(self, input: TaskInput) -> None:
-        events = SentEvents(input.events_to) if input.events_to is not None else NoEvents()
+        events_to = input.route.events_to
+        events = SentEvents(events_to) if events_to is not None else NoEvents()
         self._driver = TaskDriver(input, TaskTemporalTransport(events))
 
     @workflow.run

@@ -63,9 +63,10 @@ class InteractionWorkflow(ProcessWorkflow):
         # A root hosts its tree's event stream (its handlers exist from the first task on;
         # it takes long polls once the run's settings are recorded).
         self._stream: TreeStream | None = None
-        if input.events_to is None:
-            self._stream = TreeStream(input.stream, open=input.settings is not None)
-        self._transport = TemporalTransport(self._stream or SentEvents(input.events_to or ""))
+        events_to, carry = input.route.events_to, input.carry
+        if events_to is None:
+            self._stream = TreeStream(carry.stream, open=carry.settings is not None)
+        self._transport = TemporalTransport(self._stream or SentEvents(events_to or ""))
         if isinstance(opened, Failure):
             self._startup_failure = opened
         else:
@@ -79,7 +80,7 @@ class InteractionWorkflow(ProcessWorkflow):
         if driver is None:
             startup = self._startup_failure or Failure.of(errors.STATE_INVALID, "did not start")
             raise await self._failed(startup)
-        settings = input.settings or await self._record(driver)
+        settings = input.carry.settings or await self._record(driver)
         listed = await with_mcp_tools(driver.machine.definition, settings)
         if isinstance(listed, McpListRefused):
             raise await self._failed(Failure.of(listed.code, listed.message))

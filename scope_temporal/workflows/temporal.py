@@ -292,7 +292,8 @@ class TemporalTransport:
         await self.events.close()
         await workflow.wait_condition(workflow.all_handlers_finished)
         if isinstance(self.events, TreeStream):  # the next run hosts the stream on
-            input = input.model_copy(update={"stream": self.events.carried()})
+            carry = input.carry.model_copy(update={"stream": self.events.carried()})
+            input = input.model_copy(update={"carry": carry})
         command_issued()
         workflow.continue_as_new(input)
 

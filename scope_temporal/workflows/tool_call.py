@@ -35,7 +35,8 @@ class ToolCallWorkflow(ProcessWorkflow):
     @workflow.init
     def __init__(self, input: ToolCallInput) -> None:
         # Built before any handler runs: an early answer or query finds the driver.
-        events = SentEvents(input.events_to) if input.events_to is not None else NoEvents()
+        events_to = input.route.events_to
+        events = SentEvents(events_to) if events_to is not None else NoEvents()
         self._driver = ToolCallDriver(
             input, TemporalTransport(events), limit=serving.current().payload_limit
         )

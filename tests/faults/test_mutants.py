@@ -344,7 +344,7 @@ def run_tests(copy: Path, tests: tuple[str, ...], timeout: int) -> tuple[int, st
         check=True,
     )
     assert Path(where.stdout.strip()).is_relative_to(copy), where.stdout  # the copy's code
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--full"]
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--full", "-n", "0"]
     command += ["-q", "-rfE", "--tb=short", f"--timeout={timeout}", *tests]
     started = time.monotonic()
     ran = subprocess.run(

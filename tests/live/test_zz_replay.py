@@ -1,11 +1,13 @@
 """CONFORMANCE 42: every history the live suite produced replays without non-determinism.
 
-Runs last among the live tests (file order; tests/faults runs before tests/live). It
-replays every workflow in the dev server's namespace: roots, ToolCall children,
-delegates, background tasks and sessions alike, including the runs whose workers were
-SIGKILLed mid-task. It also scans each history for the fake API key the fault-injection
-workers hold (and the live model-error tests' endpoints echo in their error bodies): none
-may contain it, and where an endpoint echoed it, the history holds it masked.
+Runs last among the live tests (file order; tests/faults runs before tests/live), once
+per stream of the run (tests/conftest.py: under xdist each stream is one process with its
+own dev server; alone, one stream). It replays every workflow in its stream's dev server:
+roots, ToolCall children, delegates, background tasks and sessions alike, including the
+runs whose workers were SIGKILLed mid-task. It also scans each history for the fake API
+key the fault-injection workers hold (and the live model-error tests' endpoints echo in
+their error bodies): none may contain it, and where an endpoint echoed it, the history
+holds it masked.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 from temporalio.client import WorkflowHistory
 from temporalio.converter import DataConverter, StorageDriver
@@ -40,6 +43,7 @@ from scope_temporal.names import (
 )
 from scope_temporal.payload_limits import DEFAULT_PAYLOAD_LIMIT_BYTES
 from scope_temporal.testing.replay import history_task_queue, replay_history
+from tests.conftest import STREAMS
 from tests.faults import figures, scenario
 from tests.live import loss_worker, mcp_worker, task_loss_worker
 from tests.live.harness import (
@@ -123,7 +127,10 @@ REPLAYED_TYPES = (INTERACTION_WORKFLOW, TOOL_CALL_WORKFLOW, TASK_WORKFLOW, SESSI
 """Where a history that did not replay is written, to study it after the run."""
 
 
-async def test_c42_every_history_of_the_suite_replays(temporal_env: WorkflowEnvironment) -> None:
+@pytest.mark.parametrize("stream", range(STREAMS))
+async def test_c42_every_history_of_the_suite_replays(
+    temporal_env: WorkflowEnvironment, stream: int
+) -> None:
     # Make sure at least one full tool round with a ToolCall workflow, and one background
     # task, exist even when this file runs alone.
     first = reply.tool_calls(

@@ -3,7 +3,7 @@ only what is new, and every earlier form still loads.
 
 The wire form is `InteractionState.wire_share` (rule 4 of `scope_temporal.wire`); the store
 is `DirectoryStorage`'s pieces; the first model call of a run refers to what the previous
-run sent (`InteractionInput.context_digest`). The same, live with Temporal:
+run sent (`InteractionInput.carry.context_digest`). The same, live with Temporal:
 `tests/live/test_live_payloads.py`.
 """
 
@@ -218,7 +218,7 @@ async def test_c45_the_first_model_call_after_continue_as_new_sends_only_what_is
     carried: list[int] = []
 
     async def through_the_converter(self: LocalTransport, input: InteractionInput) -> NoReturn:
-        carried.append(input.context_sent)
+        carried.append(input.carry.context_sent)
         [payload] = CONVERTER.to_payloads([input])  # as Temporal carries it
         [read] = CONVERTER.from_payloads([payload], [InteractionInput])
         await original(self, read)

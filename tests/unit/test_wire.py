@@ -30,6 +30,7 @@ from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
     InteractionInput,
     ModelActivityInput,
+    Route,
     SessionInput,
     TaskInput,
     ToolActivityInput,
@@ -199,8 +200,7 @@ def test_routes_naming_the_caller_are_marked_and_come_back() -> None:
         start_to_close=timedelta(seconds=5),
         heartbeat=timedelta(seconds=10),
         payload_limit=1_000_000,
-        events_to="p",
-        report_to="p",
+        route=Route(events_to="p", report_to="p"),
     )
     short = compact(value)
     assert short[MARK] == 1
@@ -210,7 +210,7 @@ def test_routes_naming_the_caller_are_marked_and_come_back() -> None:
     short = compact(bare)  # marked, it would have to write two nulls: the `true`s are shorter
     assert MARK not in short and short["events_to"] is True and short["report_to"] is True
     assert ToolCallInput.model_validate(short) == bare
-    elsewhere = value.model_copy(update={"events_to": "root", "report_to": None})
+    elsewhere = value.model_copy(update={"route": Route(events_to="root")})
     short = compact(elsewhere)
     assert short[MARK] == 1 and not {"payload_limit", "heartbeat"} & set(short)
     assert short["events_to"] == "root" and short["report_to"] is None  # marked: null written
@@ -227,7 +227,7 @@ def test_an_unmarked_payload_keeps_the_meaning_it_was_written_with() -> None:
         "report_to": True,
     }
     value = ToolCallInput.model_validate(written_before)
-    assert value.events_to == value.report_to == "p"
+    assert value.route.events_to == value.route.report_to == "p"
     assert value.heartbeat is None and value.payload_limit is None
 
 
@@ -297,8 +297,7 @@ def test_a_small_calls_envelopes_stay_near_its_data() -> None:
         start_to_close=timedelta(minutes=10, seconds=5),
         heartbeat=timedelta(seconds=10),
         payload_limit=1_000_000,
-        events_to=W_ROOT,
-        report_to=W_ROOT,
+        route=Route(events_to=W_ROOT, report_to=W_ROOT),
     )
     attempt = ToolActivityInput(
         attempt=ToolAttempt(request=request, entry=1), heartbeat=timedelta(seconds=10)
