@@ -63,6 +63,10 @@ TOOL_BUDGET_EXHAUSTED = "tool.budget.exhausted"
 # MCP servers (docs/mcp.md): a tool list that could not be fetched, or was refused
 MCP_LIST_FAILED = "tool.mcp.list_failed"
 MCP_LIST_INVALID = "tool.mcp.list_invalid"
+# a per-Interaction MCP session (docs/mcp.md, Stateful servers): its holder was lost, or
+# it could not be opened; nothing was sent, the model sees it
+MCP_SESSION_LOST = "tool.mcp.session_lost"
+MCP_SESSION_FAILED = "tool.mcp.session_failed"
 # Background tasks
 TASK_LOST = "tool.background.lost"
 TASK_NOT_FOUND = "tool.background.not_found"
@@ -125,6 +129,8 @@ CODE_KINDS: dict[str, FailureKind] = {
     TOOL_BUDGET_EXHAUSTED: "quota",
     MCP_LIST_FAILED: "external",
     MCP_LIST_INVALID: "external",
+    MCP_SESSION_LOST: "external",
+    MCP_SESSION_FAILED: "external",
     TASK_LOST: "external",
     TASK_NOT_FOUND: "contract",
     TASK_ENDED: "contract",

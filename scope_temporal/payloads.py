@@ -29,6 +29,7 @@ from scope_temporal.interaction.session_values import SessionState
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.task_values import AttemptPlan, TaskState, YieldMode
 from scope_temporal.interaction.tool_call import ToolAttempt
+from scope_temporal.mcp.session_values import McpSessionRoute
 from scope_temporal.mcp.values import McpListing
 from scope_temporal.models.protocol import ToolDefinition
 from scope_temporal.tools.outcome import InputRequired, ProgressSummary, TaskLaunch, Unknown
@@ -98,6 +99,9 @@ class InteractionCarry(_Payload, Grouped):
     """The last report sent to `route.report_to`."""
     scope_status: ScopeStatus | None = None
     """The ScopeStatus last recorded."""
+    mcp_sessions: tuple[McpSessionRoute, ...] = ()
+    """This Interaction's own MCP sessions (servers declared `session="interaction"`)
+    and the worker queues holding them (docs/mcp.md, Stateful servers)."""
 
 
 class InteractionInput(_Payload, Flat):
@@ -109,7 +113,9 @@ class InteractionInput(_Payload, Flat):
         *("options", "approved_tools", "track_status", "continue_as_new_every", "state"),
         *("context_sent", "context_digest", "settings", "events_to", "stream", "report_to"),
         *("reports", "told", "scope_status", "session_id", "notices", "instructions_first"),
+        "mcp_sessions",
     )
+    WIRE_LATER: ClassVar[frozenset[str]] = frozenset({"mcp_sessions"})
 
     definition: str
     """Name of a Definition registered on the worker serving the task queue."""
@@ -196,7 +202,9 @@ class ToolCallInput(_Payload, Flat):
     WIRE_FLAT: ClassVar[tuple[str, ...]] = (
         *("request", "start_to_close", "heartbeat", "first_outcome", "paused", "approval"),
         *("decision", "payload_limit", "events_to", "report_to", "task_queue", "session_id"),
+        "mcp_session",
     )
+    WIRE_LATER: ClassVar[frozenset[str]] = frozenset({"mcp_session"})
 
     request: ToolEffectRequest
     start_to_close: timedelta
@@ -223,6 +231,10 @@ class ToolCallInput(_Payload, Flat):
     stream); `report_to`, whom it tells when it waits for a person or holds an unknown;
     `session_id`, the session of the Interaction's turn (a task the call starts
     notifies it)."""
+    mcp_session: bool = False
+    """`task_queue` is the queue of the worker holding the Interaction's own session of
+    the call's MCP server: an attempt nobody picks up there was never sent, and fails
+    with `tool.mcp.session_lost` (docs/mcp.md, Stateful servers)."""
 
 
 class ModelActivityInput(_Payload, Derived):

@@ -129,6 +129,10 @@ class Flat(Derived):
     fields, by their own names (keys it leaves unlisted follow, in field order)."""
 
     WIRE_FLAT: ClassVar[tuple[str, ...]] = ()
+    WIRE_LATER: ClassVar[frozenset[str]] = frozenset()
+    """Keys added after the bytes of its dumps were pinned (e.g. an Interaction's
+    `mcp_sessions`): left out of every dump, the long form too, while empty (their
+    default), so a payload without them dumps and measures as it did before."""
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -152,6 +156,9 @@ class Flat(Derived):
             inner = dumped.pop(name, None)
             if isinstance(inner, dict):
                 dumped.update(inner)
+        for name in self.WIRE_LATER:
+            if name in dumped and not dumped[name]:
+                del dumped[name]
         order = self.WIRE_FLAT
         listed = {k: dumped[k] for k in order if k in dumped}
         return listed | {k: v for k, v in dumped.items() if k not in listed}

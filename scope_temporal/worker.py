@@ -34,6 +34,7 @@ from scope_temporal.definition import Definition
 from scope_temporal.errors import ConfigurationError, DefinitionError
 from scope_temporal.loop_watch import LoopWatch
 from scope_temporal.mcp.connections import McpConnections
+from scope_temporal.mcp.sessions import DEFAULT_IDLE
 from scope_temporal.mcp.values import McpTarget
 from scope_temporal.models.protocol import Model
 from scope_temporal.names import DEFAULT_TASK_QUEUE
@@ -130,6 +131,12 @@ class ScopeWorker:
             queue: start one with role `activities` (or `all`) there.
         mcp_servers: how this worker reaches each MCP server its Definitions name
             (`McpStdio` / `McpHttp`, docs/mcp.md); commands, URLs and headers stay here.
+        mcp_session_idle: a per-Interaction MCP session (`McpServer(session=
+            "interaction")`) without a call for this long is closed (default 1 h); a
+            later call of its Interaction then fails with `tool.mcp.session_lost`. A
+            worker holds at most 64 sessions. A worker serving such a server (role `all`
+            or `activities`) also polls a task queue of its own,
+            `<task_queue>/mcp/<suffix>`, where the calls of the sessions it holds run.
         worker_options: passed on to Temporal's `Worker`. Without `tuner=` or a
             `max_concurrent_*` option, its slots are sized from the CPU count
             (`scope_temporal.sizing`: 4 workflow tasks and 32 activities per CPU), so
@@ -171,6 +178,7 @@ class ScopeWorker:
         build_id: str | None = None,
         role: WorkerRole = "all",
         mcp_servers: Mapping[str, McpTarget] | None = None,
+        mcp_session_idle: timedelta = DEFAULT_IDLE,
         **worker_options: Any,
     ) -> None:
         if role not in get_args(WorkerRole):
@@ -193,7 +201,7 @@ class ScopeWorker:
         reducers = dict(reducers or {})
         _check_bindings(definitions, self.tools, models, reducers)
         serving = definitions if role != "workflows" else ()  # the calls run elsewhere
-        self.mcp = McpConnections(mcp_servers or {}, serving=serving)
+        self.mcp = McpConnections(mcp_servers or {}, serving=serving, session_idle=mcp_session_idle)
         """The MCP servers this worker reaches, and its open connections (docs/mcp.md)."""
         self.client = with_scope_converter(client, storage)
         if payload_limit_bytes is None:
@@ -221,6 +229,11 @@ class ScopeWorker:
             adopt_queue=adopt_queue,
             tools=self.tools,
         )
+        holds_sessions = any(s.per_interaction for d in serving for s in d.mcp_servers)
+        session_queue = f"{task_queue}/mcp/{uuid.uuid4().hex[:12]}" if holds_sessions else None
+        self.mcp_session_queue = session_queue
+        """The task queue only this worker polls, where the calls of the per-Interaction
+        MCP sessions it holds run (None: it serves no such server)."""
         tasks = TaskActivities(self.tools, runtime)
         activities = ScopeActivities(
             registry=self.registry,
@@ -231,8 +244,15 @@ class ScopeWorker:
             observers=self._observers,
             background=runtime,
             mcp=self.mcp,
+            session_queue=session_queue,
         )
-        remote = [activities.model, activities.tool, activities.mcp_list, tasks.attempt]
+        remote = [
+            activities.model,
+            activities.tool,
+            activities.mcp_list,
+            activities.mcp_session,
+            tasks.attempt,
+        ]
         if role == "activities":
             served: dict[str, Any] = {"activities": remote}
         else:
@@ -274,6 +294,16 @@ class ScopeWorker:
             if adopt_queue is None or role == "workflows"
             else Worker(self.client, task_queue=adopt_queue, activities=[tasks.attempt])
         )
+        self._session_worker = (
+            None
+            if session_queue is None
+            else Worker(
+                self.client,
+                task_queue=session_queue,
+                activities=[activities.tool, activities.mcp_close],
+                max_heartbeat_throttle_interval=timedelta(milliseconds=500),
+            )
+        )
         self.tool_queues = routed_tools(definitions, task_queue)
         """The other task queues this worker's Definitions route tools to: queue -> tools."""
         self.warnings: list[str] = []
@@ -293,7 +323,8 @@ class ScopeWorker:
 
     @property
     def _workers(self) -> list[Worker]:
-        return [self.worker] if self._adopter is None else [self.worker, self._adopter]
+        others = (self._adopter, self._session_worker)
+        return [self.worker, *(w for w in others if w is not None)]
 
     async def run(self) -> None:
         """Serve until cancelled or `shutdown()`.

@@ -36,6 +36,8 @@ from scope_temporal.interaction.events import TextEvent, ToolProgressEvent
 from scope_temporal.mcp.connections import McpConnections
 from scope_temporal.mcp.listing import list_tools
 from scope_temporal.mcp.progress import SendProgress
+from scope_temporal.mcp.session_values import McpCloseInput, McpSessionInput, McpSessionOutcome
+from scope_temporal.mcp.sessions import open_session
 from scope_temporal.mcp.values import McpListInput, McpListOutcome
 from scope_temporal.models.protocol import Model
 from scope_temporal.models.streaming import LiveTextBuffer
@@ -144,9 +146,13 @@ class ScopeActivities:
         observers: ObserverHub,
         background: BackgroundRuntime,
         mcp: McpConnections | None = None,
+        session_queue: str | None = None,
     ) -> None:
         self.registry = registry
         self.mcp = mcp or McpConnections({})
+        self.session_queue = session_queue
+        """The task queue only this worker polls, for the calls of the MCP sessions it
+        holds (None: it holds none)."""
         self.background = background
         self.models = dict(models)
         self.reducers = dict(reducers)
@@ -166,6 +172,19 @@ class ScopeActivities:
     async def mcp_list(self, input: McpListInput) -> McpListOutcome:
         """Fetch and check the tool lists of a Definition's MCP servers (docs/mcp.md)."""
         return await list_tools(input, registry=self.registry, connections=self.mcp)
+
+    @activity.defn(name=names.MCP_SESSION_ACTIVITY)
+    async def mcp_session(self, input: McpSessionInput) -> McpSessionOutcome:
+        """Open an Interaction's own session of an MCP server here; answer with this
+        worker's session queue (docs/mcp.md, Stateful servers)."""
+        return await open_session(
+            input, registry=self.registry, sessions=self.mcp.sessions, queue=self.session_queue
+        )
+
+    @activity.defn(name=names.MCP_CLOSE_ACTIVITY)
+    async def mcp_close(self, input: McpCloseInput) -> int:
+        """Close an Interaction's sessions held here: how many were."""
+        return await self.mcp.sessions.close(input.owner, input.servers)
 
     @activity.defn(name=names.MODEL_ACTIVITY)
     async def model(self, raw: RawValue) -> ModelResult:

@@ -113,7 +113,9 @@ async def attempt_once(
     if request.mcp is None:
         tool = served.tools.get(request.call.name)
     else:
-        definition, tool = mcp_call_tool(request.mcp, definition, served.mcp, progress, sent_before)
+        definition, tool = mcp_call_tool(
+            request.mcp, definition, served.mcp, progress, sent_before, owner=request.parent_id
+        )
     refused = unauthorised(attempt, definition, tool)
     if refused is not None:
         return refused

@@ -26,6 +26,7 @@ from scope_temporal import errors
 from scope_temporal.background.envelopes import launched
 from scope_temporal.chat import ToolCall
 from scope_temporal.driver.inputs import oversized
+from scope_temporal.driver.mcp_sessions import McpSessionRoutes, session_server
 from scope_temporal.driver.transport import (
     Ended,
     InteractionTransport,
@@ -49,7 +50,8 @@ from scope_temporal.payloads import (
     ToolActivityInput,
     ToolCallInput,
 )
-from scope_temporal.tools.outcome import Backgrounded, InputRequired, ToolOutcome, Unknown
+from scope_temporal.tools.outcome import Backgrounded, Failed, InputRequired, ToolOutcome, Unknown
+from scope_temporal.tools.rejections import error_result
 
 _TOOL_MARGIN = timedelta(seconds=5)
 _SUMMARY_CHARS = 80
@@ -83,6 +85,7 @@ async def attempt_tool(
     route: Route,
     task_queue: str | None = None,
     titled: bool = False,
+    session: bool = False,
 ) -> ToolOutcome:
     """Enter the tool body once (never retried).
 
@@ -95,7 +98,9 @@ async def attempt_tool(
     runs the body (None: the Interaction's own); an attempt no worker of it picks up
     within `start_to_close` is unknown, never run elsewhere. `titled`: the attempt runs in
     a ToolCall child, whose own summary names the call; its first entry's activity then
-    carries none (re-entries say which they are).
+    carries none (re-entries say which they are). `session`: `task_queue` is the worker
+    holding the Interaction's own MCP session: an attempt nobody picked up there was
+    never sent, a definite `tool.mcp.session_lost` (`driver.mcp_sessions`).
 
     Raises:
         asyncio.CancelledError: the process itself is being cancelled; nobody will
@@ -116,6 +121,8 @@ async def attempt_tool(
         summary=summary,
         task_queue=task_queue,
     )
+    if isinstance(outcome, Lost) and session and outcome.not_started:
+        return session_lost(attempt.request.call)
     if isinstance(outcome, Lost):
         return Unknown(code=errors.TOOL_EXECUTION_FAILED, diagnostic=outcome.diagnostic)
     if not isinstance(outcome, Backgrounded):
@@ -138,6 +145,19 @@ async def attempt_tool(
             f"run may have begun (mode {launch.mode}) and now has no owner",
         )
     return launched(request.call, launch)
+
+
+def session_lost(call: ToolCall) -> Failed:
+    """The definite failure of a call whose session holder never picked it up."""
+    return Failed(
+        result=error_result(
+            call,
+            f"The worker holding this Interaction's MCP session of tool {call.name!r} is "
+            "gone (it did not pick the call up in time); the session's state is gone and "
+            "no new session is opened. The call was not sent.",
+        ),
+        code=errors.MCP_SESSION_LOST,
+    )
 
 
 def tool_call_input(
@@ -165,15 +185,43 @@ async def run_tool_call(
     children: set[str],
     limit: int,
     route: Route,
+    sessions: McpSessionRoutes | None = None,
 ) -> None:
     """Run one tool call to its settlement (see the module docstring for the mapping).
 
     `children` holds the ids of this Interaction's running child processes (signals are
     forwarded to them); a promoted or started Tool call child is in it while it runs.
-    `route`: where the call (and a task it starts) reports.
+    `route`: where the call (and a task it starts) reports. `sessions`: the Interaction's
+    own MCP sessions; a call of a server declared `session="interaction"` runs on the
+    worker holding its session (`driver.mcp_sessions`).
     """
     request = effect.request
     payload = tool_call_input(machine, effect, limit, route)
+    server = None if request.mcp is None else session_server(machine.definition, request.mcp.server)
+    if server is not None and sessions is not None:
+        queue = await sessions.queue_for(server, machine.definition, request.call, transport)
+        if isinstance(queue, Failed):  # nothing was sent: the call fails definitely
+            if not machine.done:
+                machine.on_call(CallSettled(effect_id=request.effect_id, outcome=queue))
+            return
+        payload = payload.model_copy(update={"task_queue": queue, "mcp_session": True})
+    settled = await _run_tool_call(machine, effect, transport, children, limit, route, payload)
+    if server is not None and sessions is not None and settled is not None:
+        sessions.note(server.name, settled)
+
+
+async def _run_tool_call(
+    machine: InteractionMachine,
+    effect: StartToolCall,
+    transport: InteractionTransport,
+    children: set[str],
+    limit: int,
+    route: Route,
+    payload: ToolCallInput,
+) -> ToolOutcome | None:
+    """`run_tool_call` once its input is known: the call's settled outcome (None when it
+    ended without one)."""
+    request = effect.request
     refused = oversized(
         payload,
         f"The input of tool call {request.call.name!r} ({request.ref})",
@@ -182,7 +230,7 @@ async def run_tool_call(
     )
     if refused is not None:
         machine.fail(errors.PAYLOAD_TOO_LARGE, refused)
-        return
+        return None
     if machine.definition.tool_call_workflows == "on_demand" and effect.approval is None:
         first = ToolCallMachine.start(request, decision=effect.decision).next_attempt()
         assert first is not None  # a new call is always ready for its first entry
@@ -193,11 +241,12 @@ async def run_tool_call(
             heartbeat=payload.heartbeat,
             route=route,
             task_queue=payload.task_queue,
+            session=payload.mcp_session,
         )
         if not isinstance(outcome, InputRequired | Unknown):
             if not machine.done:
                 machine.on_call(CallSettled(effect_id=request.effect_id, outcome=outcome))
-            return
+            return outcome
         payload = payload.model_copy(
             update={"first_outcome": outcome, "paused": machine.status == "paused"}
         )
@@ -207,10 +256,11 @@ async def run_tool_call(
     finally:
         children.discard(request.process_id)
     if machine.done:
-        return
+        return None
     match settled:
         case CallSettled():
             machine.on_call(settled)
+            return settled.outcome
         case Refused():
             machine.fail(
                 errors.TOOL_CHILD_REJECTED,
@@ -225,6 +275,7 @@ async def run_tool_call(
             )
         case _:
             assert_never(settled)
+    return None
 
 
 async def run_delegate(

@@ -34,7 +34,7 @@ def carried(
     )
 
 
-_LATER_FIELDS = {"carry": {"context_digest"}}
+_LATER_FIELDS = {"carry": {"context_digest", "mcp_sessions"}}
 """Fields of the next run's input this release added. The fit is decided on the bytes
 an earlier release measured: a replay of its history must decide alike."""
 

@@ -14,6 +14,8 @@ the engine-level rules, the same on every engine:
  4. At a round boundary with nothing in flight the run continues as new if its state
     fits the next run's input, else fails before Temporal's history limits (`carry`).
  5. Cancelled, it cancels its children and the background tasks its calls launched.
+    Ended (completed, failed, cancelled), it closes its own MCP sessions
+    (`driver.mcp_sessions`); continue-as-new carries them.
  6. It reports what happens to the tree's event stream (`interaction.news`): the effects
     it starts, each model outcome, then, before each next step, what settled since. The
     root hosts the stream; a delegate reports to its root's (`route.events_to`).
@@ -31,6 +33,7 @@ from scope_temporal.driver.attention import Teller, TreeStatus
 from scope_temporal.driver.calls import run_delegate, run_tool_call
 from scope_temporal.driver.carry import CarryCheck, carried
 from scope_temporal.driver.inputs import check_size, check_steer_room, model_settlement_for
+from scope_temporal.driver.mcp_sessions import McpSessionRoutes
 from scope_temporal.driver.model_calls import ModelCaller
 from scope_temporal.driver.start import adopt_settings
 from scope_temporal.driver.submits import Submissions
@@ -103,6 +106,7 @@ class InteractionDriver:
         self._dirty = False
         self._crash: BaseException | None = None
         self._carry = CarryCheck()
+        self._mcp_sessions = McpSessionRoutes(machine.process_id, carry.mcp_sessions)
         self.submissions = Submissions(
             machine,
             transport,
@@ -166,7 +170,9 @@ class InteractionDriver:
             for task in self._tasks:
                 task.cancel()
             await asyncio.gather(*(self._transport.cancel_task(t) for t in machine.tasks_to_cancel))
+            await self._mcp_sessions.close(self._transport)
             raise
+        await self._mcp_sessions.close(self._transport)
         if machine.output is not None:
             return machine.output
         return machine.failure or Failure.of(errors.STATE_INVALID, "no output")
@@ -210,8 +216,10 @@ class InteractionDriver:
             case WaitRetry():
                 self._spawn(self._models.wait(machine, effect, transport))
             case StartToolCall():
-                calls = self._children
-                self._spawn(run_tool_call(machine, effect, transport, calls, self.limit, route))
+                calls, sessions = self._children, self._mcp_sessions
+                self._spawn(
+                    run_tool_call(machine, effect, transport, calls, self.limit, route, sessions)
+                )
             case StartDelegate():
                 settings = self._settings
                 self._spawn(
@@ -246,6 +254,7 @@ class InteractionDriver:
             reports=self.status.carried(),
             told=self.status.teller.told,
             scope_status=self.status.recorded if self.status.on else None,
+            mcp_sessions=self._mcp_sessions.carried,
         )
         return carried(self._input, self.machine, carry)
 

@@ -92,6 +92,7 @@ class ToolCallDriver:
                     route=input.route,
                     task_queue=input.task_queue,
                     titled=True,
+                    session=input.mcp_session,
                 )
                 with contextlib.suppress(ScopeError):  # a crash: the machine has failed closed
                     machine.on_outcome(outcome)

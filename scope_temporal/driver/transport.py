@@ -36,6 +36,7 @@ from scope_temporal.interaction.effects import (
 )
 from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.task_values import AttemptReport
+from scope_temporal.mcp.session_values import McpCloseInput, McpSessionInput, McpSessionOutcome
 from scope_temporal.outputs import Failure, Output, TokenUsage
 from scope_temporal.payloads import (
     InteractionInput,
@@ -65,6 +66,8 @@ class Lost:
     outcome is unknown. `diagnostic` says why, for the host."""
 
     diagnostic: str
+    not_started: bool = False
+    """No worker picked it up in time (schedule-to-start): nothing of it ran."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,17 @@ class InteractionTransport(ToolCallTransport, Protocol):
 
     async def cancel_task(self, task_id: str) -> None:
         """Cancel a background task (one that already ended refuses: nothing to do)."""
+        ...
+
+    async def open_mcp_session(self, input: McpSessionInput) -> McpSessionOutcome | Lost:
+        """Open the Interaction's own session of an MCP server (`scope.mcp.session`,
+        never retried): the route of the worker holding it, or why not."""
+        ...
+
+    async def close_mcp_sessions(self, input: McpCloseInput, *, queue: str) -> None:
+        """Close the Interaction's sessions held by the worker of `queue`
+        (`scope.mcp.close`, never retried, best effort: a holder that is gone closed
+        them with itself). Never raises, even while the run is being cancelled."""
         ...
 
     def record_status(self, definition: str, status: str) -> None:

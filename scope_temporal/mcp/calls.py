@@ -38,14 +38,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from scope_temporal.definition import Definition
+from scope_temporal.errors import MCP_SESSION_LOST
 from scope_temporal.mcp.binding import bound_definition, spec_of
 from scope_temporal.mcp.connections import McpConnections, McpUnavailable
 from scope_temporal.mcp.live_calls import LiveCall
 from scope_temporal.mcp.progress import ProgressReports, SendProgress
+from scope_temporal.mcp.sessions import McpSessionLost
 from scope_temporal.mcp.values import MAX_SENDS, McpListing, McpServer, McpToolRecord
 from scope_temporal.tools.context import ToolInvocation, current_tool_call, require_tool_input
 from scope_temporal.tools.decorator import Tool
-from scope_temporal.tools.failures import HostFailure, ToolFailure
+from scope_temporal.tools.failures import CodedToolFailure, HostFailure, ToolFailure
 from scope_temporal.tools.output import ToolOutput
 from scope_temporal.tools.validation import decode_arguments
 
@@ -82,9 +84,13 @@ class McpTool(Tool[..., Any]):
         connections: McpConnections,
         progress: SendProgress | None = None,
         sent_before: int = 0,
+        owner: str | None = None,
     ) -> None:
         super().__init__(_never, spec_of(record, server), (), _Arguments)
         self.record = record
+        self.owner = owner
+        """The Interaction whose own session the call uses (None: the worker's shared
+        connection; `McpServer(session="interaction")`)."""
         self.retry_safe = server.retries(record.name)
         self._connections = connections
         self._progress = progress
@@ -136,20 +142,39 @@ class McpTool(Tool[..., Any]):
 
     async def _send(self, invocation: ToolInvocation, arguments: dict[str, Any]) -> LiveCall:
         record = self.record
-        try:
-            client = await self._connections.client(record.server)
-        except McpUnavailable as error:
-            raise ToolFailure(f"{error}. The call of {record.name!r} was not sent.") from None
+        client, key = await self._client()
         reports = None
         if self._progress is not None:
             reports = ProgressReports(self._progress, invocation.process_id, invocation.ref)
         sent = client.call_tool(
             record.name, arguments, progress_callback=None if reports is None else reports.notified
         )
-        call = self._connections.live.start(record.server, record.name, sent)
+        call = self._connections.live.start(record.server, record.name, sent, key=key)
+        if self.owner is not None:
+            owner, sessions = self.owner, self._connections.sessions
+            call.on_end.append(lambda: sessions.release(record.server, owner))
         call.client = client
         call.reports = reports
         return call
+
+    async def _client(self) -> tuple[Any, str | None]:
+        """The client to send on, and the key its calls in flight are grouped by: the
+        Interaction's own session, or the worker's shared connection."""
+        record = self.record
+        if self.owner is not None:
+            try:
+                client = await self._connections.sessions.client(record.server, self.owner)
+            except McpSessionLost as error:
+                raise CodedToolFailure(
+                    f"{error}; its state is gone and no new session is opened. The call of "
+                    f"{record.name!r} was not sent.",
+                    MCP_SESSION_LOST,
+                ) from None
+            return client, f"{record.server}@{self.owner}"
+        try:
+            return await self._connections.client(record.server), None
+        except McpUnavailable as error:
+            raise ToolFailure(f"{error}. The call of {record.name!r} was not sent.") from None
 
     async def _settled(self, call: LiveCall) -> object:
         """The classified outcome of a call that ended."""
@@ -215,12 +240,14 @@ def mcp_call_tool(
     connections: McpConnections,
     progress: SendProgress | None = None,
     sent_before: int = 0,
+    owner: str | None = None,
 ) -> tuple[Definition | None, McpTool | None]:
     """The Definition (the recorded tool bound) and the tool that serve an MCP call's
     attempt; no tool when the request is forged (the Definition does not declare its
     server, or its allow list leaves the tool out): the attempt is then refused.
     `progress`: where the server's progress notifications go (None: nowhere);
-    `sent_before`: the attempts Temporal made before this one (a retry-safe call's)."""
+    `sent_before`: the attempts Temporal made before this one (a retry-safe call's);
+    `owner`: the calling Interaction (its own session, when the server has one each)."""
     servers = definition.mcp_servers if definition is not None else ()
     server = next((s for s in servers if s.name == record.server), None)
     if (
@@ -230,7 +257,8 @@ def mcp_call_tool(
         or (server.allow is not None and record.name not in server.allow)
     ):
         return definition, None
-    tool = McpTool(record, server, connections, progress, sent_before)
+    owner = owner if server.per_interaction else None
+    tool = McpTool(record, server, connections, progress, sent_before, owner)
     return bound_definition(definition, (McpListing(server=record.server, tools=(record,)),)), tool
 
 

@@ -131,9 +131,12 @@ class LiveCalls:
         self.held: dict[str, LiveCall] = {}
         """EffectID -> the call waiting for its host's answer."""
 
-    def start(self, server: str, tool: str, send: Awaitable[Any]) -> LiveCall:
+    def start(
+        self, server: str, tool: str, send: Awaitable[Any], *, key: str | None = None
+    ) -> LiveCall:
+        """Track a call sent on the connection `key` (default: the server's shared one)."""
         call = LiveCall(server, tool, send)
-        running = self._running.setdefault(server, set())
+        running = self._running.setdefault(key or server, set())
         running.add(call)
         call.on_end.append(lambda: running.discard(call))
         return call
@@ -144,10 +147,10 @@ class LiveCalls:
     def take(self, effect_id: str) -> LiveCall | None:
         return self.held.pop(effect_id, None)
 
-    async def elicited(self, server: str, params: Any) -> Any:
-        """A server's `elicitation/create`: the `ElicitResult` (as a dict) the host
-        answered for the call that asked, or an MCP error (code, message)."""
-        running = [call for call in self._running.get(server, ()) if not call.task.done()]
+    async def elicited(self, key: str, params: Any) -> Any:
+        """A server's `elicitation/create` on the connection `key`: the `ElicitResult`
+        (as a dict) the host answered for the call that asked, or an MCP error."""
+        running = [call for call in self._running.get(key, ()) if not call.task.done()]
         if len(running) != 1:
             return (
                 INVALID_REQUEST,

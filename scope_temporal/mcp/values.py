@@ -60,9 +60,18 @@ class McpServer(BaseModel):
             again, up to 3 times in one attempt, instead of becoming unknown. False
             (default): every call at most once. The server's `idempotentHint` never
             does this by itself: only you can say a tool is safe to repeat.
+        session: `"worker"` (default): one client session per worker, shared by every
+            Interaction it serves (for servers whose tools keep no state between calls).
+            `"interaction"`: each Interaction gets its own session of this server, held
+            by one worker; every call of the Interaction goes to that worker, and a call
+            after that worker was lost fails definitely with `tool.mcp.session_lost`
+            (the state is gone; a new session is never opened silently). See
+            docs/mcp.md, Stateful servers.
 
     Raises:
-        DefinitionError: a name that is not 1-32 letters, digits, `_` or `-`.
+        DefinitionError: a name that is not 1-32 letters, digits, `_` or `-`; or
+            `session="interaction"` with `retry_safe` (a call sent again must not reach
+            another session than the one whose state it changed).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -82,6 +91,9 @@ class McpServer(BaseModel):
     retry_safe: bool | frozenset[str] = False
     """Its tools (True: all; a set: those named) that may be sent again when a call's
     outcome is ambiguous; never inferred from the server's hints."""
+    session: Literal["worker", "interaction"] = "worker"
+    """Whose client session its calls use: the worker's shared one, or the calling
+    Interaction's own (`"interaction"`, for servers that keep state between calls)."""
 
     def __init__(self, name: str, **options: Any) -> None:
         if not isinstance(name, str) or not _SERVER_NAME.match(name):
@@ -90,6 +102,12 @@ class McpServer(BaseModel):
                 "the name the worker resolves, not a command line or URL)."
             )
         super().__init__(name=name, **options)
+        if self.session == "interaction" and self.retry_safe:
+            raise DefinitionError(
+                f"MCP server {name!r}: session='interaction' cannot be retry_safe: a call "
+                "sent again after its worker was lost would reach a new session, without "
+                "the state the first one held. Declare one or the other."
+            )
 
     @property
     def tool_prefix(self) -> str:
@@ -97,9 +115,12 @@ class McpServer(BaseModel):
         return f"{self.name}_" if self.prefix is None else self.prefix
 
     def declaration(self) -> dict[str, Any]:
-        """The declaration as JSON for the Definition's digest (`retry_safe` only when
-        declared, so the digests of earlier declarations stay as they were)."""
-        data = self.model_dump(mode="json", exclude={"retry_safe"})
+        """The declaration as JSON for the Definition's digest (`retry_safe` and
+        `session` only when declared, so the digests of earlier declarations stay as
+        they were)."""
+        data = self.model_dump(mode="json", exclude={"retry_safe", "session"})
+        if self.session != "worker":
+            data["session"] = self.session
         data["timeout"] = None if self.timeout is None else str(self.timeout)
         if self.retry_safe:
             safe = self.retry_safe
@@ -111,6 +132,11 @@ class McpServer(BaseModel):
         when its outcome is ambiguous."""
         safe = self.retry_safe
         return safe is True or (isinstance(safe, frozenset) and tool in safe)
+
+    @property
+    def per_interaction(self) -> bool:
+        """Whether each Interaction has its own session of this server."""
+        return self.session == "interaction"
 
     def asks_before(self, record: McpToolRecord) -> bool:
         """Whether a call of `record` needs approval under `approval`."""

@@ -43,6 +43,8 @@ from scope_temporal.interaction.effects import (
     ToolSettlement,
 )
 from scope_temporal.interaction.events import Event, TextEvent, ToolProgressEvent
+from scope_temporal.mcp.session_values import McpCloseInput, McpSessionInput, McpSessionOutcome
+from scope_temporal.mcp.sessions import open_session
 from scope_temporal.models.streaming import LiveText, LiveTextBuffer
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import (
@@ -60,6 +62,9 @@ from scope_temporal.payloads import (
 from scope_temporal.testing.local_events import TreeLogs
 from scope_temporal.testing.local_tasks import LocalAttempt, LocalTasks
 from scope_temporal.tools.outcome import AttemptOutcome
+
+LOCAL_SESSIONS = "local"
+"""The route of every MCP session a local run opens: its own process holds them."""
 
 LocalWorker = Served
 """What a local run is served with (`LocalRunner` has it): a worker's parts."""
@@ -342,6 +347,15 @@ class LocalTransport:
     async def cancel_task(self, task_id: str) -> None:
         with contextlib.suppress(errors.TaskEnded):  # ended already: nothing to stop
             await self._engine.tasks.cancel(task_id, "the task's workflow was cancelled")
+
+    async def open_mcp_session(self, input: McpSessionInput) -> McpSessionOutcome | Lost:
+        runner = self._engine.runner  # one process holds every session: one route
+        return await open_session(
+            input, registry=runner.registry, sessions=runner.mcp.sessions, queue=LOCAL_SESSIONS
+        )
+
+    async def close_mcp_sessions(self, input: McpCloseInput, *, queue: str) -> None:
+        await self._engine.runner.mcp.sessions.close(input.owner, input.servers)
 
     def record_status(self, definition: str, status: str) -> None:
         """Nothing searches local runs."""

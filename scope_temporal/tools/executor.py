@@ -42,7 +42,7 @@ from scope_temporal.errors import (
 )
 from scope_temporal.tools.context import ToolInputRequired, ToolInvocation, activate
 from scope_temporal.tools.decorator import Tool
-from scope_temporal.tools.failures import ToolFailure
+from scope_temporal.tools.failures import CodedToolFailure, ToolFailure
 from scope_temporal.tools.middleware import Middleware, compose, is_inner
 from scope_temporal.tools.outcome import (
     AttemptOutcome,
@@ -110,7 +110,8 @@ async def execute_tool(
         except InvalidArguments as exc:
             return Rejected(result=invalid_arguments(call, exc.error), code=TOOL_INPUT_INVALID)
         except ToolFailure as exc:
-            return Failed(result=error_result(call, exc.message), code=TOOL_EXECUTION_FAILED)
+            code = exc.code if isinstance(exc, CodedToolFailure) else TOOL_EXECUTION_FAILED
+            return Failed(result=error_result(call, exc.message), code=code)
         except ToolInputRequired as request:
             return _input_required(request)
         except TimeoutError as exc:

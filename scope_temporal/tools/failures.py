@@ -28,6 +28,15 @@ class ToolFailure(Exception):
         self.message = message
 
 
+class CodedToolFailure(ToolFailure):
+    """A definite failure the framework itself raises with its own code (e.g.
+    `tool.mcp.session_lost`) instead of `tool.execution_failed`."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class HostFailure(Exception):
     """The tool's outcome is unknown; the host must investigate and settle the call.
 

@@ -70,7 +70,13 @@ def lost(error: ActivityError) -> Lost:
     reason = workflow.cancellation_reason()
     if reason is not None:
         raise asyncio.CancelledError(reason) from error
-    return Lost(describe_activity_error(error))
+    cause = error.cause
+    not_started = (
+        isinstance(cause, TimeoutError)
+        and cause.type is not None
+        and (cause.type.name == "SCHEDULE_TO_START")
+    )
+    return Lost(describe_activity_error(error), not_started=not_started)
 
 
 __all__ = ["child_end", "describe_activity_error", "lost"]

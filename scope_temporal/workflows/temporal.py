@@ -34,6 +34,13 @@ from scope_temporal.interaction.effects import (
     ToolSettlement,
 )
 from scope_temporal.interaction.events import Event
+from scope_temporal.mcp.session_values import (
+    McpCloseInput,
+    McpSessionInput,
+    McpSessionOpened,
+    McpSessionOutcome,
+    McpSessionRefused,
+)
 from scope_temporal.mcp.values import MAX_SENDS
 from scope_temporal.outputs import Output
 from scope_temporal.payloads import (
@@ -57,6 +64,10 @@ STEERS_DEFERRED_PATCH = "scope.interaction.steers_wait_for_room"
 """Recorded once a steer waited for a later model call (`TemporalTransport.defers_steers`)."""
 
 _ONCE = RetryPolicy(maximum_attempts=1)
+SESSION_OPEN_TIMEOUT = timedelta(seconds=60)
+"""How long opening an MCP session may take (starting a stdio server too)."""
+SESSION_CLOSE_TIMEOUT = timedelta(seconds=10)
+"""How long closing an Interaction's MCP sessions may wait for their holder, and take."""
 _RETRY_SAFE_MCP = RetryPolicy(
     maximum_attempts=MAX_SENDS,
     initial_interval=timedelta(seconds=1),
@@ -162,7 +173,7 @@ class TemporalTransport:
             retry=_RETRY_SAFE_MCP if mcp is not None and mcp.retry_safe else _ONCE,
         )
         if isinstance(outcome, Lost) and task_queue is not None:
-            return Lost(f"{outcome.diagnostic} [task queue {task_queue!r}]")
+            return Lost(f"{outcome.diagnostic} [task queue {task_queue!r}]", outcome.not_started)
         return outcome
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:
@@ -224,6 +235,32 @@ class TemporalTransport:
             await workflow.get_external_workflow_handle(task_id).cancel()
         except Exception as error:  # ended already: nothing to stop
             workflow.logger.info("background task %s not cancelled: %s", task_id, error)
+
+    async def open_mcp_session(self, input: McpSessionInput) -> McpSessionOutcome | Lost:
+        outcome: McpSessionOutcome | Lost = await _once(
+            names.MCP_SESSION_ACTIVITY,
+            input,
+            McpSessionOpened | McpSessionRefused,
+            start_to_close=SESSION_OPEN_TIMEOUT,
+            heartbeat=None,
+            summary=f"MCP session: {input.server}",
+        )
+        return outcome
+
+    async def close_mcp_sessions(self, input: McpCloseInput, *, queue: str) -> None:
+        command_issued()
+        try:  # a holder that is gone closed them with itself: never wait long for it
+            await workflow.execute_activity(
+                names.MCP_CLOSE_ACTIVITY,
+                input,
+                task_queue=queue,
+                schedule_to_start_timeout=SESSION_CLOSE_TIMEOUT,
+                start_to_close_timeout=SESSION_CLOSE_TIMEOUT,
+                retry_policy=_ONCE,
+                summary=f"close MCP sessions: {', '.join(input.servers)}",
+            )
+        except ActivityError as error:
+            workflow.logger.info("MCP sessions of %s not closed: %s", input.owner, error)
 
     # --- the run ---------------------------------------------------------------------
 

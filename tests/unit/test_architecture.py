@@ -64,6 +64,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "background.handle",
             "background.materializer",
             "mcp.values",
+            "mcp.session_values",
         ),
     ),
     ("definition", ("approval", "delegates", "definition", "registry", "mcp.binding")),

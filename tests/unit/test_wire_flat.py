@@ -75,9 +75,10 @@ def test_grouped_inputs_write_the_bytes_the_loose_fields_wrote(case: dict[str, A
 
 def test_the_fixtures_cover_every_grouped_field() -> None:
     synthetic = [c for c in FIXTURES if not c["name"].startswith("history:")]
-    for name, group in (("InteractionInput", InteractionCarry), ("ToolCallInput", Route)):
+    for holder, group in ((InteractionInput, InteractionCarry), (ToolCallInput, Route)):
+        name = holder.__name__
         written = set().union(*(json.loads(c["long"]) for c in synthetic if c["type"] == name))
-        assert set(group.model_fields) <= written
+        assert set(group.model_fields) - holder.WIRE_LATER <= written  # later: not pinned
     assert any(c["name"].startswith("history:") for c in FIXTURES)
 
 
