@@ -59,6 +59,22 @@ def _assign_streams(config: pytest.Config, items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.xdist_group(f"temporal-{_stream_of(item, files)}"))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Refuse a run whose streams xdist did not keep (it marks each grouped test's id):
+    without them a module's fixtures and the replay's place at the end are lost silently."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    lost = [i.nodeid for i in session.items if i.get_closest_marker("xdist_group")]
+    lost = [nodeid for nodeid in lost if "@temporal-" not in nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist did not group {lost[0]} (and {len(lost) - 1} more): this pytest "
+            "and pytest-xdist do not work together; install the versions the `dev` extra "
+            "pins, or run with -n 0"
+        )
+
+
 def _is_replay_of_another_stream(item: pytest.Item) -> bool:
     return item.nodeid.startswith(REPLAY_TEST) and item.callspec.params["stream"] != 0  # type: ignore[attr-defined]
 
