@@ -4,7 +4,9 @@
     python bench/run.py --only ledger --quick    # 10 at once
 
 For each variant (the hand-written "flat" workflow, the hand-written child-workflow-per-call
-shape "naive_child", and scope-temporal's `always` and `on_demand` mappings) it runs W once
+shape "naive_child", both carrying no agent data; the same two shapes written by hand as an
+agent, carrying the conversation and the calls, "agent_flat" and "agent_child"
+(`bench/agent_baselines.py`); and scope-temporal's `always` and `on_demand` mappings) it runs W once
 and reads back every history it made (the root's runs and every child's), then prints:
 
 - `ledger_bytes_{variant}`: history bytes of root and children together (protobuf, as the
@@ -25,8 +27,10 @@ and reads back every history it made (the root's runs and every child's), then p
 
 Then throughput: N W runs started at once in each variant on one worker process:
 `ledger_throughput_per_s_{variant}`, `ledger_p50_s_{variant}`, `ledger_p99_s_{variant}`
-and `ledger_stalled_{variant}` (runs not done within `STALL_SECONDS`), and the ratios
-`ledger_throughput_vs_naive_child_always` and `ledger_throughput_vs_flat_on_demand`.
+and `ledger_stalled_{variant}` (runs not done within `STALL_SECONDS`). Last, the ratios of
+each of our mappings to the hand-written shapes it is compared with (`COMPARED`), e.g.
+`ledger_bytes_vs_naive_child_always`, `ledger_root_bytes_vs_flat_on_demand`,
+`ledger_throughput_vs_agent_child_always`.
 """
 
 from __future__ import annotations
@@ -48,18 +52,32 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from bench import baselines, workload
+from bench import agent_baselines, baselines, workload
 from scope_temporal import ScopeClient, ScopeWorker, ScriptedModel
 
 Figure = Callable[[str, float | int | str], None]
 Variant = Callable[[], Awaitable[str]]
 """Runs W once and returns the root workflow's id."""
 
-VARIANTS = ("flat", "naive_child", "always", "on_demand")
+VARIANTS = ("flat", "naive_child", "agent_flat", "agent_child", "always", "on_demand")
+COMPARED = (
+    ("always", "naive_child"),
+    ("always", "agent_child"),
+    ("on_demand", "flat"),
+    ("on_demand", "agent_flat"),
+)
+"""(ours, the hand-written shape it is measured against): each pair's ratios of bytes,
+root bytes and throughput are figures of their own."""
 STALL_SECONDS = 300.0
 """A run of the throughput batch not done this long after the batch started has stalled."""
 
-CHILD_TYPES = ("scope.ToolCall", "naive.Tool", "scope.Interaction", "scope.BackgroundTask")
+CHILD_TYPES = (
+    "scope.ToolCall",
+    "naive.Tool",
+    "agent.Tool",
+    "scope.Interaction",
+    "scope.BackgroundTask",
+)
 
 
 def _name(event_type: int) -> str:
@@ -259,8 +277,9 @@ async def ledger(
                 baselines.FlatWorkflow,
                 baselines.NaiveChildWorkflow,
                 baselines.NaiveToolWorkflow,
+                *agent_baselines.WORKFLOWS,
             ],
-            activities=[baselines.flat_model, baselines.flat_tool],
+            activities=[baselines.flat_model, baselines.flat_tool, *agent_baselines.ACTIVITIES],
             max_concurrent_workflow_tasks=100,
         ),
         ScopeWorker(
@@ -273,12 +292,13 @@ async def ledger(
     ):
         scope = ScopeClient(client, task_queue=scope_queue)
 
-        def hand_written(workflow: Any, prefix: str) -> Variant:
+        def hand_written(workflow: Any, prefix: str, argument: object) -> Variant:
             async def one() -> str:
                 workflow_id = f"{prefix}-{uuid.uuid4().hex}"  # deterministic: client side
-                await client.execute_workflow(
-                    workflow, workload.TURNS, id=workflow_id, task_queue=flat_queue
+                out = await client.execute_workflow(
+                    workflow, argument, id=workflow_id, task_queue=flat_queue
                 )
+                assert out == f"done after {workload.TURNS - 1} tool turns", out
                 return workflow_id
 
             return one
@@ -293,12 +313,15 @@ async def ledger(
             return one
 
         variants: dict[str, Variant] = {
-            "flat": hand_written(baselines.FlatWorkflow.run, "flat"),
-            "naive_child": hand_written(baselines.NaiveChildWorkflow.run, "naive"),
+            "flat": hand_written(baselines.FlatWorkflow.run, "flat", workload.TURNS),
+            "naive_child": hand_written(baselines.NaiveChildWorkflow.run, "naive", workload.TURNS),
+            "agent_flat": hand_written(agent_baselines.AgentFlatWorkflow.run, "agent", "go"),
+            "agent_child": hand_written(agent_baselines.AgentChildWorkflow.run, "agentc", "go"),
             "always": interaction("always"),
             "on_demand": interaction("on_demand"),
         }
-        children = {"flat": 0, "on_demand": 0}
+        children = {"flat": 0, "agent_flat": 0, "on_demand": 0}
+        books: dict[str, Ledger] = {}
         for name, one in variants.items():
             await one()  # warm up
             cpu, server = time.process_time(), server_cpu()
@@ -306,15 +329,18 @@ async def ledger(
             cpu, server = time.process_time() - cpu, server_cpu() - server
             expected = children.get(name, (workload.TURNS - 1) * workload.TOOLS_PER_TURN)
             await _visible(client, workflow_id, expected)
-            book = await histories(client, workflow_id)
+            book = books[name] = await histories(client, workflow_id)
             book.report(name, figure)
             figure(f"ledger_cpu_ms_{name}", cpu * 1000)
             figure(f"ledger_server_cpu_ms_{name}", server * 1000)
         rates: dict[str, float] = {}
         for name, one in variants.items():
             rates[name] = await _at_once(name, one, at_once, figure)
-        figure("ledger_throughput_vs_naive_child_always", rates["always"] / rates["naive_child"])
-        figure("ledger_throughput_vs_flat_on_demand", rates["on_demand"] / rates["flat"])
+        for ours, theirs in COMPARED:
+            figure(f"ledger_bytes_vs_{theirs}_{ours}", books[ours].bytes / books[theirs].bytes)
+            root = books[ours].root_bytes / books[theirs].root_bytes
+            figure(f"ledger_root_bytes_vs_{theirs}_{ours}", root)
+            figure(f"ledger_throughput_vs_{theirs}_{ours}", rates[ours] / rates[theirs])
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         figure("ledger_peak_rss_mb", peak / 1024)
 
