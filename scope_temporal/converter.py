@@ -119,6 +119,40 @@ class ScopePayloadConverter(PydanticPayloadConverter):
         return bound
 
 
+BOUND_CACHE_SIZE = 4096
+"""How many workflows' bound converters a `ScopeDataConverter` keeps (then it starts over)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ScopeDataConverter(DataConverter):
+    """Temporal's data converter, bound to a workflow once rather than per payload.
+
+    Temporal binds its converter to a payload's serialization context for every payload
+    it converts (`with_context`: a new data converter and payload converter each time).
+    Ours depends on the context's workflow id alone, so while the codec, the failure
+    converter and external storage take no context, the converter bound to a workflow is
+    kept and given again (at most `BOUND_CACHE_SIZE` workflows). Any of them taking a
+    context: bound per payload, as Temporal does.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "_bound", {})
+
+    def with_context(self, context: SerializationContext) -> Self:
+        contextual = (self.payload_codec, self.failure_converter, self.external_storage)
+        if any(isinstance(part, WithSerializationContext) for part in contextual):
+            return super().with_context(context)
+        bound: dict[str | None, Self] = self.__dict__["_bound"]
+        workflow_id = getattr(context, "workflow_id", None)
+        converter = bound.get(workflow_id)
+        if converter is None:
+            if len(bound) >= BOUND_CACHE_SIZE:
+                bound.clear()
+            converter = bound[workflow_id] = super().with_context(context)
+        return converter
+
+
 def scope_data_converter(
     base: DataConverter | None = None,
     *,
@@ -155,10 +189,21 @@ def scope_data_converter(
         external = ExternalStorage(
             drivers=[storage], payload_size_threshold=offload_threshold_bytes
         )
-    if converter_class is base.payload_converter_class and external is base.external_storage:
+    if (
+        isinstance(base, ScopeDataConverter)
+        and converter_class is base.payload_converter_class
+        and external is base.external_storage
+    ):
         return base
-    return dataclasses.replace(
-        base, payload_converter_class=converter_class, external_storage=external
+    if type(base) is not DataConverter:  # a class of the user's own: kept, bound per payload
+        return dataclasses.replace(
+            base, payload_converter_class=converter_class, external_storage=external
+        )
+    return ScopeDataConverter(
+        payload_converter_class=converter_class,
+        payload_codec=base.payload_codec,
+        failure_converter_class=base.failure_converter_class,
+        external_storage=external,
     )
 
 
@@ -197,7 +242,9 @@ def is_decode_failure(error: BaseException) -> bool:
 
 
 __all__ = [
+    "BOUND_CACHE_SIZE",
     "DEFAULT_OFFLOAD_THRESHOLD_BYTES",
+    "ScopeDataConverter",
     "ScopePayloadConverter",
     "is_decode_failure",
     "read_recorded",
