@@ -40,6 +40,9 @@ from scope_temporal.wire import Derived, compact, expand
 
 M = TypeVar("M", bound=BaseModel)
 
+BOUND_CACHE_SIZE = 4096
+"""How many workflows' bound converters a converter keeps (then it starts over)."""
+
 DEFAULT_OFFLOAD_THRESHOLD_BYTES = 256 * 1024
 """Payloads over this size go to external storage when a `storage=` driver is given."""
 
@@ -59,7 +62,10 @@ class _CompactJSON(PydanticJSONPlainPayloadConverter, WithSerializationContext):
         workflow_id = getattr(context, "workflow_id", None)
         if workflow_id == self._workflow_id:
             return self
-        bound = copy.copy(self)  # shares the type adapter cache
+        # not copy.copy: Temporal's pickling hooks give a copy an empty type adapter
+        # cache, and a TypeAdapter of a union (an activity's outcome) costs ~2 ms to build
+        bound = object.__new__(type(self))
+        bound.__dict__.update(self.__dict__)
         bound._workflow_id = workflow_id
         return bound
 
@@ -87,6 +93,8 @@ class ScopePayloadConverter(PydanticPayloadConverter):
 
     _built: ClassVar[dict[type, Mapping[bytes, EncodingPayloadConverter]]] = {}
     """The converters the first instance of each class built, shared by every later one."""
+    _bound: dict[str | None, Self]
+    """This converter bound to each workflow id it was asked for (`with_context`)."""
 
     def __init__(self) -> None:
         # Temporal's DataConverter.with_context builds a new payload converter for every
@@ -95,6 +103,7 @@ class ScopePayloadConverter(PydanticPayloadConverter):
         built = ScopePayloadConverter._built.get(type(self))
         if built is not None:
             self.converters = built
+            self._bound = {}
             return
         super().__init__()
         self._set_converters(
@@ -104,10 +113,21 @@ class ScopePayloadConverter(PydanticPayloadConverter):
             )
         )
         ScopePayloadConverter._built[type(self)] = self.converters
+        self._bound = {}
 
     def with_context(self, context: SerializationContext) -> Self:
-        """This converter for payloads of the workflow `context` names. A copy that shares
-        the converters (the base class builds every one anew, for every command)."""
+        """This converter for payloads of the workflow `context` names: one per workflow
+        id (at most `BOUND_CACHE_SIZE`), sharing the converters (the base class builds
+        every one anew, for every payload a workflow converts)."""
+        workflow_id = getattr(context, "workflow_id", None)
+        bound = self._bound.get(workflow_id)
+        if bound is None:
+            if len(self._bound) >= BOUND_CACHE_SIZE:
+                self._bound.clear()
+            bound = self._bound[workflow_id] = self._bind(context)
+        return bound
+
+    def _bind(self, context: SerializationContext) -> Self:
         converters = {
             key: c.with_context(context) if isinstance(c, WithSerializationContext) else c
             for key, c in self.converters.items()
@@ -117,10 +137,6 @@ class ScopePayloadConverter(PydanticPayloadConverter):
         bound = copy.copy(self)
         bound.converters = converters
         return bound
-
-
-BOUND_CACHE_SIZE = 4096
-"""How many workflows' bound converters a `ScopeDataConverter` keeps (then it starts over)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -104,3 +104,16 @@ def test_a_codec_that_takes_a_context_is_bound_per_payload_as_temporal_does() ->
     two = converter.with_context(_activity("wf-1", "2"))
     assert one is not two
     assert isinstance(one.payload_codec, ContextCodec) and one.payload_codec.workflow == "wf-1"
+
+
+def test_a_bound_payload_converter_keeps_the_type_adapters_already_built() -> None:
+    """Building a TypeAdapter of an activity's outcome (a union) takes milliseconds: a
+    converter bound to a workflow must reuse the adapters, not start with none (as a
+    `copy.copy` does, through Temporal's pickling hooks)."""
+    converter = ScopePayloadConverter()
+    one = converter.with_context(WorkflowSerializationContext("default", "wf-1"))
+    assert converter.with_context(WorkflowSerializationContext("default", "wf-1")) is one
+    two = converter.with_context(WorkflowSerializationContext("default", "wf-2"))
+    json_plain = b"json/plain"
+    caches = {id(c.converters[json_plain]._type_adapter) for c in (converter, one, two)}  # type: ignore[attr-defined]
+    assert len(caches) == 1
