@@ -99,8 +99,12 @@ def draft_of(state: S) -> S:
 def _copy_model(model: S) -> S:
     if model.model_config.get("frozen"):
         return model
-    values = {name: _copy_value(getattr(model, name)) for name in type(model).model_fields}
-    return model.model_construct(_fields_set=model.model_fields_set, **values)
+    copied = model.model_copy()  # a new __dict__ (and fields set), the values shared
+    fields = copied.__dict__
+    for name, value in fields.items():
+        if isinstance(value, BaseModel | list | dict):
+            fields[name] = _copy_value(value)
+    return copied
 
 
 def _copy_value(value: Any) -> Any:
