@@ -27,7 +27,10 @@ and reads back every history it made (the root's runs and every child's), then p
 
 Then throughput: N W runs started at once in each variant on one worker process:
 `ledger_throughput_per_s_{variant}`, `ledger_p50_s_{variant}`, `ledger_p99_s_{variant}`
-and `ledger_stalled_{variant}` (runs not done within `STALL_SECONDS`). Last, the ratios of
+and `ledger_stalled_{variant}` (runs not done within `STALL_SECONDS`), with the CPU the
+batch took per run (`ledger_batch_cpu_ms_per_run_{variant}`, `..._server_cpu_ms_...`) and
+as a share of the machine's cores (`ledger_batch_cpu_share_{variant}`: near 1.0, the
+variant is bound by CPU). Last, the ratios of
 each of our mappings to the hand-written shapes it is compared with (`COMPARED`), e.g.
 `ledger_bytes_vs_naive_child_always`, `ledger_root_bytes_vs_flat_on_demand`,
 `ledger_throughput_vs_agent_child_always`.
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import resource
 import statistics
 import time  # deterministic: timing runs client-side, never in a workflow
@@ -335,7 +339,7 @@ async def ledger(
             figure(f"ledger_server_cpu_ms_{name}", server * 1000)
         rates: dict[str, float] = {}
         for name, one in variants.items():
-            rates[name] = await _at_once(name, one, at_once, figure)
+            rates[name] = await _at_once(name, one, at_once, figure, server_cpu)
         for ours, theirs in COMPARED:
             figure(f"ledger_bytes_vs_{theirs}_{ours}", books[ours].bytes / books[theirs].bytes)
             root = books[ours].root_bytes / books[theirs].root_bytes
@@ -345,10 +349,16 @@ async def ledger(
         figure("ledger_peak_rss_mb", peak / 1024)
 
 
-async def _at_once(name: str, one: Variant, count: int, figure: Figure) -> float:
-    """Start `count` runs of a variant at once: runs/s, p50/p99, and how many stalled."""
+async def _at_once(
+    name: str, one: Variant, count: int, figure: Figure, server_cpu: Callable[[], float]
+) -> float:
+    """Start `count` runs of a variant at once: runs/s, p50/p99, how many stalled, and the
+    CPU the batch took (this process, the dev server) per run and as a share of the
+    machine's cores over the batch: a variant near 1.0 is bound by CPU, one well under
+    it by something else (latency, slots, the server's queues)."""
     latencies: list[float] = []
     start = time.perf_counter()
+    cpu, server = time.process_time(), server_cpu()
 
     async def timed() -> None:
         began = time.perf_counter()
@@ -361,8 +371,12 @@ async def _at_once(name: str, one: Variant, count: int, figure: Figure) -> float
         task.cancel()
     failed = sum(1 for task in done if task.exception() is not None)
     elapsed = time.perf_counter() - start
+    cpu, server = time.process_time() - cpu, server_cpu() - server
     latencies.sort()
     rate = len(latencies) / elapsed
+    figure(f"ledger_batch_cpu_ms_per_run_{name}", cpu * 1000 / count)
+    figure(f"ledger_batch_server_cpu_ms_per_run_{name}", server * 1000 / count)
+    figure(f"ledger_batch_cpu_share_{name}", (cpu + server) / elapsed / (os.cpu_count() or 1))
     figure(f"ledger_throughput_per_s_{name}", rate)
     if latencies:
         figure(f"ledger_p50_s_{name}", statistics.median(latencies))
