@@ -194,6 +194,11 @@ class InteractionState(_State, Shared):
     (`cancellation.py`); listed as unknown by its snapshot."""
     submitted: list[SubmittedTask] = []
     """Background tasks the host submitted, in submission order."""
+    sampled_calls: int = 0
+    """Model calls MCP servers' sampling requests made (in `model_calls` too; counted
+    against `max_model_calls`, `sampling.py`)."""
+    sampling_reserved: dict[str, int] = {}
+    """Running calls' sampling allowances (EffectID -> model calls reserved)."""
 
     shared_rounds: list[str] | None = Field(default=None, exclude=True)
     """Only on the wire, read into `rounds`: the JSON texts of segments of the settled
