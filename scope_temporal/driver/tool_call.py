@@ -88,9 +88,11 @@ class ToolCallDriver:
                     continue
                 if attempt is None:
                     await transport.wait_until(
-                        lambda: ended()
-                        or (machine.phase == "ready" and not machine.paused)
-                        or self._sampling()
+                        lambda: (
+                            ended()
+                            or (machine.phase == "ready" and not machine.paused)
+                            or self._sampling()
+                        )
                     )
                     continue
                 outcome = await attempt_tool(

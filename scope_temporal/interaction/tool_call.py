@@ -294,7 +294,11 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
                 answers a sampling request.
         """
         s = self._state
-        if s.wait is not None and s.wait.wait_id == wait and (s.wait.kind == "sampling") != by_model:
+        if (
+            s.wait is not None
+            and s.wait.wait_id == wait
+            and (s.wait.kind == "sampling") != by_model
+        ):
             raise errors.InvalidToolInput(
                 f"Wait {wait!r} is an MCP server's sampling request: the Interaction's model "
                 "answers it, not a person."

@@ -118,7 +118,6 @@ class Connection:
             return ErrorData(code=answered[0], message=answered[1])
         return elicit_result(answered)
 
-
     async def _sampled(self, context: Any, params: Any) -> Any:
         """The server's `sampling/createMessage`: to the call that asked (`live_calls`),
         answered by its Interaction's model."""
@@ -156,7 +155,11 @@ def _client_for(target: McpTarget, elicited: Any, sampled: Any = None) -> Client
     http = httpx2.AsyncClient(headers=dict(target.headers))
     transport = streamable_http_client(target.url, http_client=http)
     return Client(
-        transport, mode="legacy", cache=None, elicitation_callback=elicited, sampling_callback=sampled
+        transport,
+        mode="legacy",
+        cache=None,
+        elicitation_callback=elicited,
+        sampling_callback=sampled,
     )
 
 

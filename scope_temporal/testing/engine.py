@@ -423,4 +423,3 @@ def _quiet(text: str) -> None:
 
 
 __all__ = ["LocalEngine", "LocalTransport", "LocalWorker", "Process"]
-

@@ -252,6 +252,7 @@ def test_the_sampling_declaration_enters_the_digest_only_when_declared() -> None
 def test_a_person_cannot_answer_a_sampling_wait() -> None:
     from scope_temporal.interaction.tool_call import ToolCallMachine
     from scope_temporal.tools.outcome import InputRequired
+
     request = ToolEffectRequest(
         definition="d",
         digest="x",
