@@ -25,7 +25,7 @@ from scope_temporal.interaction.effects import (
     ToolEffectRequest,
     call_position,
 )
-from scope_temporal.interaction.sampling import SamplingAllowance
+from scope_temporal.interaction.sampling_values import SamplingAllowance
 from scope_temporal.interaction.session_values import SessionState
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.task_values import AttemptPlan, TaskState, YieldMode

@@ -30,7 +30,7 @@ from scope_temporal.interaction.effects import (
     ModelUnknown,
     ToolEffectRequest,
 )
-from scope_temporal.interaction.sampling import Sampled, SamplingAllowance
+from scope_temporal.interaction.sampling_values import Sampled, SamplingAllowance
 
 _STOP = {FinishReason.stop: "endTurn", FinishReason.length: "maxTokens"}
 

@@ -26,7 +26,7 @@ from scope_temporal.interaction import approvals
 from scope_temporal.interaction.attention import Attention, scope_status
 from scope_temporal.interaction.effects import CallSettled, ToolSettlement
 from scope_temporal.interaction.news import ToolCallNews
-from scope_temporal.interaction.sampling import Sampled
+from scope_temporal.interaction.sampling_values import Sampled
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
 from scope_temporal.interaction.tool_call import ToolCallMachine
 from scope_temporal.outputs import Failure

@@ -18,7 +18,7 @@ from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, Response, ToolCall
 from scope_temporal.context_refs import BaseRef
 from scope_temporal.interaction.approvals import ApprovalGate
-from scope_temporal.interaction.sampling import Sampled, SamplingAllowance
+from scope_temporal.interaction.sampling_values import Sampled, SamplingAllowance
 from scope_temporal.mcp.values import McpToolRecord
 from scope_temporal.models.not_called import NotCalled
 from scope_temporal.models.protocol import ToolDefinition

@@ -35,7 +35,7 @@ from scope_temporal.interaction import approvals
 from scope_temporal.interaction.answers import answer_digest, check_answer
 from scope_temporal.interaction.effects import ToolEffectRequest, ToolSettlement, same_request
 from scope_temporal.interaction.rules import outcome_problem
-from scope_temporal.interaction.sampling import SAMPLING_STATE
+from scope_temporal.interaction.sampling_values import SAMPLING_STATE
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,

@@ -233,7 +233,7 @@ def _asked(call: LiveCall, params: Any) -> Asked | tuple[int, str]:
 def _sampling(call: LiveCall, params: Any) -> Asked | tuple[int, str]:
     """The wait a sampling request becomes: its text messages, system prompt and
     `maxTokens` (the Tool call Process caps it and calls the model)."""
-    from scope_temporal.interaction.sampling import ANSWER_SCHEMA, SAMPLING_STATE
+    from scope_temporal.interaction.sampling_values import ANSWER_SCHEMA, SAMPLING_STATE
 
     if getattr(params, "tools", None):
         return INVALID_PARAMS, "sampling refused: tools in a sampling request are not supported"

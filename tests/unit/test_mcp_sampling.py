@@ -17,7 +17,7 @@ from scope_temporal.chat import Message, Options, ToolCall, Usage
 from scope_temporal.errors import LIMIT_TOKENS
 from scope_temporal.interaction import sampling
 from scope_temporal.interaction.effects import ToolEffectRequest
-from scope_temporal.interaction.sampling import SAMPLING_STATE, Sampled
+from scope_temporal.interaction.sampling_values import ANSWER_SCHEMA, SAMPLING_STATE, Sampled
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.mcp import McpSampling, McpServer
 from scope_temporal.mcp.values import McpToolRecord
@@ -269,7 +269,7 @@ def test_a_person_cannot_answer_a_sampling_wait() -> None:
     machine.next_attempt()
     prompt: dict[str, Any] = {"mcp_sampling": {"messages": []}}
     machine.on_outcome(
-        InputRequired(prompt=prompt, response_schema=sampling.ANSWER_SCHEMA, state=SAMPLING_STATE)
+        InputRequired(prompt=prompt, response_schema=ANSWER_SCHEMA, state=SAMPLING_STATE)
     )
     wait = machine.sampling_wait
     assert wait is not None and machine.status == "running"  # waits for no person
