@@ -196,6 +196,31 @@ async def test_mcp_sampling_tokens_count_against_max_total_tokens(
     assert [c["tool"] for c in calls(log)] == ["sample_twice", "sampled"]
 
 
+async def test_mcp_sampling_whose_model_call_is_unknown_is_never_sent_again_the_server_decides(
+    runners: list[LocalRunner], log: Path
+) -> None:
+    """The sampling call raised (its outcome unknown): the model is not called again for
+    it, the server gets an MCP error saying so, it counts as a model call (it may have
+    run), and the tool call settles with what the server's tool made of it."""
+    definition = Definition("mcp-sample-unknown", mcp_servers=[McpServer("faulty", sampling=True)])
+    model = ScriptedModel(
+        [
+            reply.tool_calls(("faulty_sample", {"text": "hi"})),
+            RuntimeError("connection reset mid-call"),
+            reply.text("ok"),
+        ]
+    )
+    run = await _runner(runners, [definition], model, log).start("mcp-sample-unknown", "go")
+    output = await run.result()
+    assert output.text == "ok" and output.model_calls == 3 and len(model.requests) == 3
+    assert _result(model).startswith(
+        "sample refused by the client: sampling failed: the model call's outcome is unknown ("
+    )
+    assert _result(model).endswith("it is not sent again")
+    assert not run.snapshot().unknown_effects  # the tool call settled: nothing is held
+    assert [c["tool"] for c in calls(log)] == ["sample"]
+
+
 # --- the pure rules ----------------------------------------------------------------
 
 
