@@ -191,6 +191,8 @@ class ToolCallDriver:
                 )
             else:
                 detail += f" · waiting for input `{wait.wait_id}`: {wait.prompt_text}"
+        if self.machine.sampling_wait is not None:
+            detail += f" · its MCP server asks the model (sampling #{self._samples + 1})"
         if snap.unknown_effects:
             detail += f" · outcome unknown: {snap.unknown_effects[0].diagnostic}"
         self._transport.show(detail)
