@@ -25,6 +25,7 @@ from scope_temporal.interaction.effects import (
     ToolEffectRequest,
     call_position,
 )
+from scope_temporal.interaction.sampling_values import SamplingAllowance
 from scope_temporal.interaction.session_values import SessionState
 from scope_temporal.interaction.state import InteractionState
 from scope_temporal.interaction.task_values import AttemptPlan, TaskState, YieldMode
@@ -203,8 +204,9 @@ class ToolCallInput(_Payload, Flat):
         *("request", "start_to_close", "heartbeat", "first_outcome", "paused", "approval"),
         *("decision", "payload_limit", "events_to", "report_to", "task_queue", "session_id"),
         "mcp_session",
+        "sampling",
     )
-    WIRE_LATER: ClassVar[frozenset[str]] = frozenset({"mcp_session"})
+    WIRE_LATER: ClassVar[frozenset[str]] = frozenset({"mcp_session", "sampling"})
 
     request: ToolEffectRequest
     start_to_close: timedelta
@@ -235,6 +237,9 @@ class ToolCallInput(_Payload, Flat):
     """`task_queue` is the queue of the worker holding the Interaction's own session of
     the call's MCP server: an attempt nobody picks up there was never sent, and fails
     with `tool.mcp.session_lost` (docs/mcp.md, Stateful servers)."""
+    sampling: SamplingAllowance | None = None
+    """The call's MCP server may sample: what its requests may use of the Interaction's
+    budget (`interaction.sampling`); None: they are refused on the worker."""
 
 
 class ModelActivityInput(_Payload, Derived):

@@ -251,6 +251,7 @@ class ScopeWorker:
             activities.tool,
             activities.mcp_list,
             activities.mcp_session,
+            activities.mcp_sample,
             tasks.attempt,
         ]
         if role == "activities":

@@ -31,7 +31,7 @@ from scope_temporal.activities.text_events import TextEvents
 from scope_temporal.activities.tool_attempt import attempt_once
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.chat import Message
-from scope_temporal.interaction.effects import ModelHostFailed, ModelResponded
+from scope_temporal.interaction.effects import McpSampleInput, ModelHostFailed, ModelResponded
 from scope_temporal.interaction.events import TextEvent, ToolProgressEvent
 from scope_temporal.mcp.connections import McpConnections
 from scope_temporal.mcp.listing import list_tools
@@ -186,6 +186,23 @@ class ScopeActivities:
         """Close an Interaction's sessions held here: how many were."""
         return await self.mcp.sessions.close(input.owner, input.servers)
 
+    @activity.defn(name=names.MCP_SAMPLE_ACTIVITY)
+    async def mcp_sample(self, input: McpSampleInput) -> ModelResult:
+        """Call the Interaction's model once for an MCP server's sampling request (the
+        request whole; no tools); classified as `scope.model` classifies (`call_model`).
+        A request for another version of its Definition is refused before the model is
+        called."""
+        request = input.request
+        definition = self.registry.lookup(request.definition)
+        if definition is None or definition.digest != request.digest:
+            return ModelHostFailed(
+                effect_id=request.effect_id,
+                message=f"Definition {request.definition!r} (digest {request.digest}) is not "
+                "served by this worker; the model was not called.",
+            )
+        heartbeat = _Heartbeat(activity.info().heartbeat_timeout)
+        return await model_once(request, self, on_delta=_quiet, around=heartbeat.around)
+
     @activity.defn(name=names.MODEL_ACTIVITY)
     async def model(self, raw: RawValue) -> ModelResult:
         """Call the registered model once; see `call_model` for the classification.
@@ -250,6 +267,10 @@ class ScopeActivities:
             progress=progress,
             sent_before=activity.info().attempt - 1,
         )
+
+
+def _quiet(text: str) -> None:
+    """A sampling call's streamed text: the server gets the whole reply, nobody else."""
 
 
 _Sent = TypeVar("_Sent", TextEvent, ToolProgressEvent)

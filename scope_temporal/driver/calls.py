@@ -175,6 +175,7 @@ def tool_call_input(
         decision=effect.decision,
         task_queue=spec.task_queue if spec is not None else None,
         route=route,
+        sampling=effect.sampling,
     )
 
 

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 
 from scope_temporal import errors
+from scope_temporal.driver import sampling
 from scope_temporal.driver.attention import Teller
 from scope_temporal.driver.calls import attempt_tool
 from scope_temporal.driver.inputs import check_size, settlement_for
@@ -25,6 +26,7 @@ from scope_temporal.interaction import approvals
 from scope_temporal.interaction.attention import Attention, scope_status
 from scope_temporal.interaction.effects import CallSettled, ToolSettlement
 from scope_temporal.interaction.news import ToolCallNews
+from scope_temporal.interaction.sampling_values import Sampled
 from scope_temporal.interaction.snapshot import ProcessSnapshot, SignalKind
 from scope_temporal.interaction.tool_call import ToolCallMachine
 from scope_temporal.outputs import Failure
@@ -59,6 +61,8 @@ class ToolCallDriver:
         self._news = ToolCallNews()
         self._teller = Teller(input.route.report_to)
         self._untold = False  # a change the Interaction has not been told about yet
+        self._sampled = Sampled()  # what its MCP server's sampling requests used
+        self._samples = 0  # sampling requests answered (each a wait of its own)
 
     async def run(self) -> CallSettled | Failure:
         """Run attempts until the call is settled: its settlement, or the failure of a
@@ -79,9 +83,16 @@ class ToolCallDriver:
             while not ended():
                 attempt = machine.next_attempt()
                 self._show()
+                if attempt is None and self._sampling():
+                    await self._sample()
+                    continue
                 if attempt is None:
                     await transport.wait_until(
-                        lambda: ended() or (machine.phase == "ready" and not machine.paused)
+                        lambda: (
+                            ended()
+                            or (machine.phase == "ready" and not machine.paused)
+                            or self._sampling()
+                        )
                     )
                     continue
                 outcome = await attempt_tool(
@@ -109,12 +120,39 @@ class ToolCallDriver:
         if machine.outcome is None:
             return machine.failure or Failure.of(errors.STATE_INVALID, "no settlement")
         return CallSettled(
-            effect_id=input.request.effect_id, outcome=machine.outcome, approval=machine.approval
+            effect_id=input.request.effect_id,
+            outcome=machine.outcome,
+            approval=machine.approval,
+            sampled=self._sampled if self._samples else None,
         )
+
+    def _sampling(self) -> bool:
+        """Its MCP server's sampling request waits for the model (not while paused)."""
+        return self.machine.sampling_wait is not None and not self.machine.paused
+
+    async def _sample(self) -> None:
+        """Answer the sampling request with one model call (`driver.sampling`)."""
+        wait = self.machine.sampling_wait
+        assert wait is not None
+        self._samples += 1
+        number = self._samples
+        response, self._sampled = await sampling.answer(
+            self._transport,
+            self._input.request,
+            wait.prompt,
+            self._input.sampling,
+            self._sampled,
+            number,
+        )
+        with contextlib.suppress(ScopeError):  # cancelled meanwhile: the wait is gone
+            self.machine.answer(wait.wait_id, f"sample-{number}", response, by_model=True)
+        self._changed()
 
     def _need(self) -> Attention | None:
         phase = self.machine.phase
-        return "waiting_input" if phase == "waiting" else "unknown" if phase == "unknown" else None
+        if phase == "waiting" and self.machine.sampling_wait is None:
+            return "waiting_input"
+        return "unknown" if phase == "unknown" else None
 
     def _tell(self) -> None:
         """Tell the Interaction what this call needs from a person, if that changed (an
@@ -153,6 +191,8 @@ class ToolCallDriver:
                 )
             else:
                 detail += f" · waiting for input `{wait.wait_id}`: {wait.prompt_text}"
+        if self.machine.sampling_wait is not None:
+            detail += f" · its MCP server asks the model (sampling #{self._samples + 1})"
         if snap.unknown_effects:
             detail += f" · outcome unknown: {snap.unknown_effects[0].diagnostic}"
         self._transport.show(detail)

@@ -174,6 +174,18 @@ class ToolCallTransport(Host, Protocol):
         """Start a background task (it outlives the call); None, or why it did not start."""
         ...
 
+    async def run_sample(
+        self,
+        request: ModelEffectRequest,
+        *,
+        timeout: timedelta,
+        heartbeat: timedelta | None,
+        summary: str,
+    ) -> ModelOutcome | Lost:
+        """Call the model once for an MCP server's sampling request (`scope.mcp.sample`,
+        never retried): `request` whole (a few messages, no tools)."""
+        ...
+
     def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
         """Count an unknown opened, if `outcome` is unknown (metrics; never on replay)."""
         ...

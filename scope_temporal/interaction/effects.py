@@ -18,6 +18,7 @@ from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, Response, ToolCall
 from scope_temporal.context_refs import BaseRef
 from scope_temporal.interaction.approvals import ApprovalGate
+from scope_temporal.interaction.sampling_values import Sampled, SamplingAllowance
 from scope_temporal.mcp.values import McpToolRecord
 from scope_temporal.models.not_called import NotCalled
 from scope_temporal.models.protocol import ToolDefinition
@@ -73,6 +74,13 @@ class ModelEffectRequest(_Frozen):
     """Which Effect of this model call (`Attribution.attempt`): 1, one more per retry."""
     incarnation: int = 1
     """The Interaction's run that asked (`Attribution.incarnation`)."""
+
+
+class McpSampleInput(_Frozen):
+    """`scope.mcp.sample`: one model call for an MCP server's sampling request, whole (a
+    few messages, no tools: nothing to refer to by reference)."""
+
+    request: ModelEffectRequest
 
 
 def _position(d: Mapping[str, Any]) -> tuple[str, int, int]:
@@ -176,6 +184,8 @@ class StartToolCall(_Frozen):
     decision: ApprovalRecord | None = None
     """The approval its Interaction gave at admission (the approver, or an approval
     remembered for the tool): every attempt carries it to `scope.tool`'s guard."""
+    sampling: SamplingAllowance | None = None
+    """Its server may sample: what its requests may use of the budget (`sampling`)."""
 
 
 class StartDelegate(_Frozen):
@@ -279,6 +289,8 @@ class CallSettled(_Frozen, Derived):
     outcome: Annotated[Succeeded | Failed | Rejected, Field(discriminator="kind")]
     approval: ApprovalRecord | None = None
     """How the call's approval wait was answered, if it had one."""
+    sampled: Sampled | None = None
+    """What its MCP server's sampling requests used (model calls, tokens)."""
 
 
 class DelegateSettled(_Frozen):

@@ -28,7 +28,7 @@ from scope_temporal.ids import (
     tool_call_process_id,
     tool_call_ref,
 )
-from scope_temporal.interaction import approvals, rules
+from scope_temporal.interaction import approvals, rules, sampling
 from scope_temporal.interaction.admission import Refusal, admission
 from scope_temporal.interaction.concurrency import classify
 from scope_temporal.interaction.effects import (
@@ -147,11 +147,13 @@ def _tool_effect(
         # a sibling's answer remembered the tool meanwhile
         slot.approval = ApprovalRecord(decision="approve", by="remembered")
     request = tool_request(definition, s, seq, slot)
+    grant = sampling.allowance(definition, s, request.mcp, request.effect_id)
     if slot.approval == "ask":
         spec = definition.tools.get(slot.call.name)
         assert spec is not None  # admission only lets bound tools through
-        return StartToolCall(approval=approvals.gate(definition.approval, spec), request=request)
-    return StartToolCall(decision=slot.approval, request=request)
+        gate = approvals.gate(definition.approval, spec)
+        return StartToolCall(approval=gate, request=request, sampling=grant)
+    return StartToolCall(decision=slot.approval, request=request, sampling=grant)
 
 
 def tool_request(
@@ -244,6 +246,7 @@ def _settle_tool_slot(
     definition: Definition, s: InteractionState, slot: CallSlot, settled: CallSettled
 ) -> None:
     outcome = settled.outcome
+    sampling.settle(s, settled.effect_id, settled.sampled)
     if slot.approval == "ask" and settled.approval is not None:  # a gated call's answer
         slot.approval = settled.approval
         if settled.approval.remember and slot.call.name not in s.approved_tools:

@@ -10,7 +10,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from scope_temporal.approval import ApprovalRecord
 from scope_temporal.chat import Message, Options, ToolCall, ToolResult
@@ -194,6 +201,11 @@ class InteractionState(_State, Shared):
     (`cancellation.py`); listed as unknown by its snapshot."""
     submitted: list[SubmittedTask] = []
     """Background tasks the host submitted, in submission order."""
+    sampled_calls: int = 0
+    """Model calls MCP servers' sampling requests made (in `model_calls` too; counted
+    against `max_model_calls`, `sampling.py`)."""
+    sampling_reserved: dict[str, int] = {}
+    """Running calls' sampling allowances (EffectID -> model calls reserved)."""
 
     shared_rounds: list[str] | None = Field(default=None, exclude=True)
     """Only on the wire, read into `rounds`: the JSON texts of segments of the settled
@@ -204,6 +216,17 @@ class InteractionState(_State, Shared):
     shared_context: list[str] | None = Field(default=None, exclude=True)
     """Only on the wire, read into `context`: the JSON texts of its segments
     (`carried_context`), each encoded and decoded once per process."""
+
+    @model_serializer(mode="wrap")
+    def _later(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave out the sampling counts while they are empty (added after the bytes of
+        these dumps were pinned: a state without sampling dumps as it did before)."""
+        dumped = handler(self)
+        if isinstance(dumped, dict):
+            for name in ("sampled_calls", "sampling_reserved"):
+                if name in dumped and not dumped[name]:
+                    del dumped[name]
+        return dumped
 
     def wire_share(self, dumped: dict[str, Any]) -> None:
         dumped.pop("context", None)

@@ -35,6 +35,7 @@ from scope_temporal.interaction import approvals
 from scope_temporal.interaction.answers import answer_digest, check_answer
 from scope_temporal.interaction.effects import ToolEffectRequest, ToolSettlement, same_request
 from scope_temporal.interaction.rules import outcome_problem
+from scope_temporal.interaction.sampling_values import SAMPLING_STATE
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
     ProcessSnapshot,
@@ -69,7 +70,9 @@ class OpenWait(_State):
     """A string or any JSON value (see `require_tool_input`)."""
     response_schema: dict[str, Any]
     state: Any = None
-    kind: Literal["input", "approval"] = "input"
+    kind: Literal["input", "approval", "sampling"] = "input"
+    """sampling: an MCP server asks the Interaction's model; its driver answers, never a
+    person (`interaction.sampling`)."""
 
 
 class ToolAttempt(_State, Derived):
@@ -206,9 +209,18 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
             case "ready" | "running" | "waiting" | "unknown":
                 if s.paused:
                     return "paused"
-                return "waiting" if s.phase in ("waiting", "unknown") else "running"
+                if s.phase == "unknown" or (s.phase == "waiting" and self.sampling_wait is None):
+                    return "waiting"
+                return "running"  # a sampling request waits for no person
             case _:
                 assert_never(s.phase)
+
+    @property
+    def sampling_wait(self) -> OpenWait | None:
+        """The open wait, when it is an MCP server's sampling request (its driver runs
+        the model call and answers it with `answer(..., by_model=True)`)."""
+        wait = self._state.wait
+        return wait if wait is not None and wait.kind == "sampling" else None
 
     # --- the driver's inputs ---------------------------------------------------------
 
@@ -239,7 +251,11 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
         def change(d: ToolCallState) -> None:
             budget = d.request.budget
             match outcome:
-                case InputRequired() if budget and not budget.allows_continuation(d.entries):
+                case InputRequired() if (
+                    budget
+                    and outcome.state != SAMPLING_STATE  # bounded by the model budget
+                    and not budget.allows_continuation(d.entries)
+                ):
                     d.phase = "settled"
                     d.outcome = exhausted(d.request.call, budget)
                 case InputRequired():
@@ -249,6 +265,7 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
                         prompt=outcome.prompt,
                         response_schema=outcome.response_schema,
                         state=outcome.state,
+                        kind="sampling" if outcome.state == SAMPLING_STATE else "input",
                     )
                 case Unknown():
                     d.phase = "unknown"
@@ -264,15 +281,30 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
 
     # --- the host's inputs -----------------------------------------------------------
 
-    def check_answer(self, wait: str, answer_id: str, response: Any) -> bool:
-        """Validate an answer; True if new, False if an exact duplicate.
+    def check_answer(
+        self, wait: str, answer_id: str, response: Any, *, by_model: bool = False
+    ) -> bool:
+        """Validate an answer; True if new, False if an exact duplicate. A sampling
+        request is answered only `by_model` (its driver), never by a person.
 
         Raises:
             NoSuchWait: no open wait has that id.
             SignalConflict: the answer id was used with different content.
-            InvalidToolInput: the response does not match the wait's schema.
+            InvalidToolInput: the response does not match the wait's schema, or a person
+                answers a sampling request.
         """
         s = self._state
+        if (
+            s.wait is not None
+            and s.wait.wait_id == wait
+            and (s.wait.kind == "sampling") != by_model
+        ):
+            raise errors.InvalidToolInput(
+                f"Wait {wait!r} is an MCP server's sampling request: the Interaction's model "
+                "answers it, not a person."
+                if not by_model
+                else f"Wait {wait!r} is not a sampling request."
+            )
         return check_answer(
             f"Tool call {s.request.process_id!r}",
             s.answers,
@@ -283,17 +315,17 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
             closed="was cancelled" if s.phase == "canceled" else None,
         )
 
-    def answer(self, wait: str, answer_id: str, response: Any) -> bool:
+    def answer(self, wait: str, answer_id: str, response: Any, *, by_model: bool = False) -> bool:
         """Accept a validated answer; the body is re-entered (after resume, if paused).
         An approval wait's answer lets the body run, or settles the call as denied."""
-        if not self.check_answer(wait, answer_id, response):
+        if not self.check_answer(wait, answer_id, response, by_model=by_model):
             return False
 
         def change(d: ToolCallState) -> None:
             assert d.wait is not None
             d.answers[answer_id] = answer_digest(wait, response)
             kind = d.wait.kind
-            if kind == "input":
+            if kind == "input" or kind == "sampling":
                 d.continuation = (d.wait.state, response)
                 d.phase = "ready"
             elif kind == "approval":
@@ -365,7 +397,7 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
         s = self._state
         req = s.request
         waits: tuple[PendingToolInput, ...] = ()
-        if s.wait is not None:
+        if s.wait is not None and s.wait.kind != "sampling":  # a person's waits only
             waits = (
                 PendingToolInput(
                     process_id=req.process_id,

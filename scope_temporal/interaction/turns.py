@@ -32,7 +32,7 @@ def begin(
     """The next model call's request, now in flight; or why no model call may start
     (the limit of model calls or the token budget is reached, or the manifest cannot be
     built). With `fits`, the steers applied are the most, in arrival order, that fit."""
-    started = s.next_model_call_seq - 1
+    started = s.next_model_call_seq - 1 + s.sampled_calls  # an MCP server's sampling too
     if s.max_model_calls is not None and started >= s.max_model_calls:
         return Failure.of(
             errors.LIMIT_MODEL_CALLS,

@@ -92,6 +92,10 @@ class McpTool(Tool[..., Any]):
         """The Interaction whose own session the call uses (None: the worker's shared
         connection; `McpServer(session="interaction")`)."""
         self.retry_safe = server.retries(record.name)
+        self.sampling = server.sampling_policy
+        """Whether (within what limits) the server may ask the Interaction's model."""
+        self.definition = ""
+        """The Definition whose call this is (named when a sampling request is refused)."""
         self._connections = connections
         self._progress = progress
         self._sent_before = sent_before
@@ -137,7 +141,7 @@ class McpTool(Tool[..., Any]):
             raise
         if asked is not None:  # the call stays open on this worker for the answer
             self._connections.live.hold(invocation.effect_id, call)
-            require_tool_input(asked.prompt, asked.answer_schema, state={"mcp": "elicitation"})
+            require_tool_input(asked.prompt, asked.answer_schema, state=asked.state)
         return await self._settled(call)
 
     async def _send(self, invocation: ToolInvocation, arguments: dict[str, Any]) -> LiveCall:
@@ -155,6 +159,8 @@ class McpTool(Tool[..., Any]):
             call.on_end.append(lambda: sessions.release(record.server, owner))
         call.client = client
         call.reports = reports
+        call.sampling = self.sampling
+        call.definition = self.definition
         return call
 
     async def _client(self) -> tuple[Any, str | None]:
@@ -259,6 +265,7 @@ def mcp_call_tool(
         return definition, None
     owner = owner if server.per_interaction else None
     tool = McpTool(record, server, connections, progress, sent_before, owner)
+    tool.definition = definition.name
     return bound_definition(definition, (McpListing(server=record.server, tools=(record,)),)), tool
 
 

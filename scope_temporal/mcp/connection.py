@@ -13,7 +13,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from scope_temporal.mcp.live_calls import LiveCalls, elicit_result
+from scope_temporal.mcp.live_calls import LiveCalls, elicit_result, sample_result
 from scope_temporal.mcp.values import McpStdio, McpTarget
 
 if TYPE_CHECKING:
@@ -33,9 +33,18 @@ class Connection:
     """One open MCP client session, held by its owner task until closed or broken."""
 
     def __init__(
-        self, name: str, target: McpTarget, live: LiveCalls, *, key: str | None = None
+        self,
+        name: str,
+        target: McpTarget,
+        live: LiveCalls,
+        *,
+        key: str | None = None,
+        sampling: bool = False,
     ) -> None:
         self.name = name
+        self.sampling = sampling
+        """Declare MCP's sampling capability (a Definition served lets this server use
+        its model); without it the MCP SDK refuses a request, as before sampling existed."""
         self.key = key or name
         """What its calls in flight are grouped by (an elicitation goes to one of them)."""
         self._target = target
@@ -74,7 +83,8 @@ class Connection:
 
     async def _own(self) -> None:
         try:
-            async with _client_for(self._target, self._elicited) as client:
+            sampled = self._sampled if self.sampling else None
+            async with _client_for(self._target, self._elicited, sampled) as client:
                 self._client = client
                 self._ready.set()
                 await self._closing.wait()
@@ -108,10 +118,21 @@ class Connection:
             return ErrorData(code=answered[0], message=answered[1])
         return elicit_result(answered)
 
+    async def _sampled(self, context: Any, params: Any) -> Any:
+        """The server's `sampling/createMessage`: to the call that asked (`live_calls`),
+        answered by its Interaction's model."""
+        from mcp_types import ErrorData
 
-def _client_for(target: McpTarget, elicited: Any) -> Client:
+        answered = await self._live.sampled(self.key, params)
+        if isinstance(answered, tuple):
+            return ErrorData(code=answered[0], message=answered[1])
+        return sample_result(answered)
+
+
+def _client_for(target: McpTarget, elicited: Any, sampled: Any = None) -> Client:
     """The MCP SDK's client for `target` (not yet entered), answering elicitation
-    requests with `elicited`."""
+    requests with `elicited` and sampling requests with `sampled` (None: refused by
+    the MCP SDK, the capability not declared)."""
     from mcp import Client, StdioServerParameters
 
     if isinstance(target, McpStdio):
@@ -121,13 +142,25 @@ def _client_for(target: McpTarget, elicited: Any) -> Client:
             env=dict(target.env) if target.env is not None else None,
             cwd=target.cwd,
         )
-        return Client(parameters, mode="legacy", cache=None, elicitation_callback=elicited)
+        return Client(
+            parameters,
+            mode="legacy",
+            cache=None,
+            elicitation_callback=elicited,
+            sampling_callback=sampled,
+        )
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     http = httpx2.AsyncClient(headers=dict(target.headers))
     transport = streamable_http_client(target.url, http_client=http)
-    return Client(transport, mode="legacy", cache=None, elicitation_callback=elicited)
+    return Client(
+        transport,
+        mode="legacy",
+        cache=None,
+        elicitation_callback=elicited,
+        sampling_callback=sampled,
+    )
 
 
 __all__ = ["CONNECT_TIMEOUT_SECONDS", "Connection", "McpUnavailable"]

@@ -73,11 +73,17 @@ class McpConnections:
                     "mcp_servers needs the MCP SDK: pip install 'scope-temporal[mcp]'."
                 ) from None
         self._targets = dict(servers)
+        self.sampling = frozenset(
+            s.name for d in serving for s in d.mcp_servers if s.sampling_policy is not None
+        )
+        """Servers a served Definition lets sample: their connections declare it."""
         self._open: dict[str, Connection] = {}
         self.live = LiveCalls()
         """The calls in flight here, and those held for an elicitation's answer."""
         self._locks: dict[str, asyncio.Lock] = {}
-        self.sessions = McpSessions(self._targets, self.live, idle=session_idle)
+        self.sessions = McpSessions(
+            self._targets, self.live, idle=session_idle, sampling=self.sampling
+        )
         """The per-Interaction sessions held here (servers with `session="interaction"`)."""
 
     def __contains__(self, name: object) -> bool:
@@ -106,7 +112,7 @@ class McpConnections:
             if connection is None or not connection.alive:
                 if connection is not None:
                     await connection.close()
-                connection = Connection(name, target, self.live)
+                connection = Connection(name, target, self.live, sampling=name in self.sampling)
                 self._open[name] = connection
                 await connection.open()
             return connection.client

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scope_temporal.mcp.progress import ProgressReports
+from scope_temporal.mcp.values import McpSampling
 
 HOLD_SECONDS = 3600.0
 """How long a held call waits for its answer; then the server is told `cancel` (MCP's
@@ -45,6 +46,11 @@ class Asked:
     """What the host is shown: the server, the tool, the message (and a URL to open)."""
     answer_schema: dict[str, Any]
     """What the answer must satisfy: an action, and for a form the content."""
+    state: dict[str, str] = field(default_factory=lambda: {"mcp": "elicitation"})
+    """The wait's continuation state: an elicitation, or a sampling request
+    (`SAMPLING_STATE`: the Tool call Process answers it with a model call)."""
+    on_timeout: Any = field(default_factory=lambda: {"action": "cancel"})
+    """What the server gets when nobody answered within `HOLD_SECONDS`."""
 
 
 def answer_schema(requested: dict[str, Any] | None) -> dict[str, Any]:
@@ -79,6 +85,10 @@ class LiveCall:
         """The MCP client it was sent on (dropped when its outcome is ambiguous)."""
         self.reports: ProgressReports | None = None
         """Where its progress notifications go."""
+        self.sampling: McpSampling | None = None
+        """Its Definition lets the server sample (None: a request is refused)."""
+        self.definition = ""
+        """The Definition whose call it is (named in a refusal)."""
         self._asks: asyncio.Queue[tuple[Asked, asyncio.Future[Any]]] = asyncio.Queue()
         self._waiting: asyncio.Future[Any] | None = None
         self.task: asyncio.Task[Any] = asyncio.ensure_future(send)
@@ -106,7 +116,7 @@ class LiveCall:
         try:
             return await asyncio.wait_for(asyncio.shield(future), HOLD_SECONDS)
         except TimeoutError:
-            return {"action": "cancel"}
+            return asked.on_timeout
 
     def answer(self, response: Any) -> None:
         """Give the server the host's answer (validated against `answer_schema`)."""
@@ -117,7 +127,7 @@ class LiveCall:
     def cancel(self) -> None:
         """Stop the call (the MCP SDK sends the server `notifications/cancelled`)."""
         if self._waiting is not None and not self._waiting.done():
-            self._waiting.set_result({"action": "cancel"})
+            self._waiting.set_result({"action": "cancel", "error": "the call was cancelled"})
         if self.reports is not None:
             self.reports.cancel()
         self.task.cancel()
@@ -165,6 +175,32 @@ class LiveCalls:
             return asked
         return await call.ask(asked)
 
+    async def sampled(self, key: str, params: Any) -> Any:
+        """A server's `sampling/createMessage` on the connection `key`: the answer the
+        call's Tool call Process gave (`{"result": ...}` or `{"error": ...}`), or an MCP
+        error (the Definition does not allow it, or which call asks is unknown)."""
+        running = [call for call in self._running.get(key, ()) if not call.task.done()]
+        if len(running) != 1:
+            return (
+                INVALID_REQUEST,
+                f"sampling refused: {len(running)} calls are in flight on this connection "
+                "and MCP does not say which one asks",
+            )
+        [call] = running
+        if call.sampling is None:
+            return (
+                INVALID_REQUEST,
+                f"Sampling not supported: Definition {call.definition!r} does not let MCP "
+                f"server {call.server!r} use its model (declare McpServer({call.server!r}, "
+                "sampling=True) to allow it)",
+            )
+        if len(self.held) >= MAX_HELD:
+            return INVALID_REQUEST, "sampling refused: too many calls wait on this worker"
+        asked = _sampling(call, params)
+        if isinstance(asked, tuple):
+            return asked
+        return await call.ask(asked)
+
     def close(self) -> None:
         """Stop every call (the worker stops)."""
         for calls in list(self._running.values()):
@@ -194,6 +230,43 @@ def _asked(call: LiveCall, params: Any) -> Asked | tuple[int, str]:
     return Asked(prompt=prompt, answer_schema=answer_schema(requested))
 
 
+def _sampling(call: LiveCall, params: Any) -> Asked | tuple[int, str]:
+    """The wait a sampling request becomes: its text messages, system prompt and
+    `maxTokens` (the Tool call Process caps it and calls the model)."""
+    from scope_temporal.interaction.sampling_values import ANSWER_SCHEMA, SAMPLING_STATE
+
+    if getattr(params, "tools", None):
+        return INVALID_PARAMS, "sampling refused: tools in a sampling request are not supported"
+    messages = []
+    for message in params.messages:
+        blocks = message.content if isinstance(message.content, list) else [message.content]
+        if any(getattr(b, "type", None) != "text" for b in blocks):
+            return INVALID_PARAMS, "sampling refused: only text content is supported"
+        text = "".join(b.text for b in blocks)
+        messages.append({"role": message.role, "text": text})
+    asked = {"messages": messages, "max_tokens": params.max_tokens}
+    if params.system_prompt:
+        asked["system_prompt"] = params.system_prompt
+    prompt = {"mcp_sampling": asked, "server": call.server, "tool": call.tool}
+    return Asked(
+        prompt=prompt,
+        answer_schema=ANSWER_SCHEMA,
+        state=SAMPLING_STATE,
+        on_timeout={"error": "sampling refused: no answer within the hold time"},
+    )
+
+
+def sample_result(response: Any) -> Any:
+    """The MCP `CreateMessageResult` of a sampling wait's answer, or MCP's error."""
+    from mcp_types import CreateMessageResult, ErrorData
+
+    result = response.get("result") if isinstance(response, dict) else None
+    if not isinstance(result, dict):
+        message = response.get("error") if isinstance(response, dict) else None
+        return ErrorData(code=INVALID_REQUEST, message=str(message or "sampling refused"))
+    return CreateMessageResult.model_validate(result)
+
+
 def elicit_result(response: Any) -> Any:
     """The MCP `ElicitResult` of a host's answer (validated against `answer_schema`)."""
     from mcp_types import ElicitResult
@@ -205,4 +278,4 @@ def elicit_result(response: Any) -> Any:
     return ElicitResult(action=action, content=content)
 
 
-__all__ = ["Asked", "LiveCall", "LiveCalls", "answer_schema", "elicit_result"]
+__all__ = ["Asked", "LiveCall", "LiveCalls", "answer_schema", "elicit_result", "sample_result"]

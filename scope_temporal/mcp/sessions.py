@@ -68,6 +68,7 @@ class McpSessions:
         live: the worker's calls in flight (elicitation requests find theirs there).
         idle: close a session without a call for this long.
         limit: the most sessions held at once.
+        sampling: the servers whose sessions declare MCP's sampling capability.
     """
 
     def __init__(
@@ -77,8 +78,10 @@ class McpSessions:
         *,
         idle: timedelta = DEFAULT_IDLE,
         limit: int = MAX_SESSIONS,
+        sampling: frozenset[str] = frozenset(),
     ) -> None:
         self._targets = targets
+        self._sampling = sampling
         self._live = live
         self.idle = idle
         self.limit = limit
@@ -118,7 +121,13 @@ class McpSessions:
                     "more workers, end Interactions that no longer need theirs, or close "
                     "idle ones sooner with ScopeWorker(mcp_session_idle=...)."
                 )
-            connection = Connection(server, target, self._live, key=f"{server}@{owner}")
+            connection = Connection(
+                server,
+                target,
+                self._live,
+                key=f"{server}@{owner}",
+                sampling=server in self._sampling,
+            )
             try:
                 await connection.open()
             except McpUnavailable as error:

@@ -35,6 +35,24 @@ timeout, each counted as one send); then it is unknown."""
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
 
+class McpSampling(BaseModel):
+    """What a server may ask of the Interaction's model (MCP's `sampling/createMessage`).
+
+    Each request the server sends mid-call is a model call of the Interaction (its model,
+    its options): activity `scope.mcp.sample`, never retried, counted against
+    `max_model_calls` and `max_total_tokens` like the Interaction's own calls. See
+    docs/mcp.md, Sampling.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_requests: int = Field(default=3, ge=1, le=100)
+    """Sampling requests one tool call may make (a request beyond gets MCP's error)."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """A cap on the `maxTokens` a request asks for (the Definition's own `max_tokens`
+    caps it too); None: only the Definition's."""
+
+
 class McpServer(BaseModel):
     """One MCP server a Definition uses, by the name the worker resolves.
 
@@ -67,6 +85,10 @@ class McpServer(BaseModel):
             after that worker was lost fails definitely with `tool.mcp.session_lost`
             (the state is gone; a new session is never opened silently). See
             docs/mcp.md, Stateful servers.
+        sampling: False (default): a server asking the client's model mid-call
+            (`sampling/createMessage`) gets MCP's error. True, or an `McpSampling`
+            giving limits: each request runs as a model call of the Interaction, under
+            its model, options and limits (see `McpSampling`, docs/mcp.md Sampling).
 
     Raises:
         DefinitionError: a name that is not 1-32 letters, digits, `_` or `-`; or
@@ -94,6 +116,9 @@ class McpServer(BaseModel):
     session: Literal["worker", "interaction"] = "worker"
     """Whose client session its calls use: the worker's shared one, or the calling
     Interaction's own (`"interaction"`, for servers that keep state between calls)."""
+    sampling: bool | McpSampling = False
+    """Whether (and within what limits) its sampling requests reach the Interaction's
+    model; False: refused with MCP's error."""
 
     def __init__(self, name: str, **options: Any) -> None:
         if not isinstance(name, str) or not _SERVER_NAME.match(name):
@@ -115,10 +140,13 @@ class McpServer(BaseModel):
         return f"{self.name}_" if self.prefix is None else self.prefix
 
     def declaration(self) -> dict[str, Any]:
-        """The declaration as JSON for the Definition's digest (`retry_safe` and
-        `session` only when declared, so the digests of earlier declarations stay as
+        """The declaration as JSON for the Definition's digest (`retry_safe`, `session`
+        and `sampling` only when declared, so the digests of earlier declarations stay as
         they were)."""
-        data = self.model_dump(mode="json", exclude={"retry_safe", "session"})
+        data = self.model_dump(mode="json", exclude={"retry_safe", "session", "sampling"})
+        policy = self.sampling_policy
+        if policy is not None:
+            data["sampling"] = policy.model_dump(mode="json")
         if self.session != "worker":
             data["session"] = self.session
         data["timeout"] = None if self.timeout is None else str(self.timeout)
@@ -132,6 +160,13 @@ class McpServer(BaseModel):
         when its outcome is ambiguous."""
         safe = self.retry_safe
         return safe is True or (isinstance(safe, frozenset) and tool in safe)
+
+    @property
+    def sampling_policy(self) -> McpSampling | None:
+        """The limits its sampling requests run under; None: they are refused."""
+        if self.sampling is True:
+            return McpSampling()
+        return self.sampling if isinstance(self.sampling, McpSampling) else None
 
     @property
     def per_interaction(self) -> bool:
@@ -248,6 +283,7 @@ __all__ = [
     "McpListRefused",
     "McpListed",
     "McpListing",
+    "McpSampling",
     "McpServer",
     "McpStdio",
     "McpTarget",

@@ -313,6 +313,16 @@ class LocalTransport:
             progress=self._progress if input.events_to is not None else None,
         )
 
+    async def run_sample(
+        self,
+        request: ModelEffectRequest,
+        *,
+        timeout: timedelta,
+        heartbeat: timedelta | None,
+        summary: str,
+    ) -> ModelOutcome | Lost:
+        return await model_once(request, self._engine.runner, on_delta=_quiet)
+
     async def _progress(self, event: ToolProgressEvent) -> None:
         self.publish([event])
 
@@ -406,6 +416,10 @@ class LocalTransport:
 
 async def _delivered() -> None:
     """A signal delivered in-process has nothing left to do."""
+
+
+def _quiet(text: str) -> None:
+    """A sampling call's streamed text: the server gets the whole reply, nobody else."""
 
 
 __all__ = ["LocalEngine", "LocalTransport", "LocalWorker", "Process"]

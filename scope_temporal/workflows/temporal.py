@@ -27,6 +27,7 @@ from scope_temporal.driver.transport import ChildEnd, EffectRequest, Lost, Outco
 from scope_temporal.interaction.attention import AttentionReport
 from scope_temporal.interaction.effects import (
     CallSettled,
+    McpSampleInput,
     ModelEffectRequest,
     ModelOutcome,
     ModelResend,
@@ -174,6 +175,24 @@ class TemporalTransport:
         )
         if isinstance(outcome, Lost) and task_queue is not None:
             return Lost(f"{outcome.diagnostic} [task queue {task_queue!r}]", outcome.not_started)
+        return outcome
+
+    async def run_sample(
+        self,
+        request: ModelEffectRequest,
+        *,
+        timeout: timedelta,
+        heartbeat: timedelta | None,
+        summary: str,
+    ) -> ModelOutcome | Lost:
+        outcome: ModelOutcome | Lost = await _once(
+            names.MCP_SAMPLE_ACTIVITY,
+            McpSampleInput(request=request),
+            ModelOutcome,
+            start_to_close=timeout,
+            heartbeat=heartbeat,
+            summary=summary,
+        )
         return outcome
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:

@@ -166,8 +166,10 @@ class HostKiller:
         if self.point == "host.unknown_held" and notify_held and quiet:
             self._kill()
             return True
-        if self.point == "host.paused_answer" and snap.pending_tool_inputs:
-            [pending] = snap.pending_tool_inputs
+        # the deploy's approval; the export task may be waiting too (its own point)
+        call_waits = [w for w in snap.pending_tool_inputs if "/task/" not in w.process_id]
+        if self.point == "host.paused_answer" and call_waits:
+            [pending] = call_waits
             await self._pause_until(pending.process_id)
             assert await handle.answer(pending, f"answer:{pending.wait_id}", {"approved": True})
             self._kill()

@@ -1,7 +1,8 @@
 """A test-owned MCP server, built with the MCP SDK's server API (`python -m
 tests.mcp_servers.faulty [--http PORT]`): tools that succeed, return `isError`, raise a
 JSON-RPC error, hang, crash the server mid-call, report progress, or ask the client's
-user (elicitation: the answer is logged as `elicited` and returned).
+user (elicitation: the answer is logged as `elicited` and returned) or model (sampling:
+the reply is logged as `sampled` and returned).
 
 Every call is appended to the call log (`MCP_CALL_LOG`, one JSON line, fsynced before
 the tool acts), so a test can prove a call reached the server exactly once.
@@ -52,6 +53,7 @@ def tools(variant: str) -> list[types.Tool]:
             {"count": {"type": "integer"}, "pause": {"type": "number"}},
         ),
         _tool("elicit_twice", "Ask the client's user two questions in a row.", text),
+        _tool("sample_twice", "Ask the client's model twice in a row.", text),
         _tool(
             "flaky",
             "Kill the server on the first call (per call log), answer on the next.",
@@ -154,6 +156,10 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
         return _text(f"flaky answered on send {sent}")
     if name in ("sample", "elicit"):
         return await _ask_client(ctx, name, str(arguments.get("text", "")))
+    if name == "sample_twice":
+        first = await _ask_client(ctx, "sample", f"{arguments.get('text')} (1)")
+        second = await _ask_client(ctx, "sample", f"{arguments.get('text')} (2)")
+        return _text(f"{first.content[0].text} | {second.content[0].text}")  # type: ignore[union-attr]
     if name == "elicit_twice":
         first = await _ask_client(ctx, "elicit", "first?")
         second = await _ask_client(ctx, "elicit", "second?")
@@ -175,9 +181,15 @@ async def _ask_client(ctx: Any, name: str, text: str) -> types.CallToolResult:
         if name == "sample":
             content = types.TextContent(type="text", text=text)
             message = types.SamplingMessage(role="user", content=content)
-            await ctx.session.create_message(
-                [message], max_tokens=10, related_request_id=ctx.request_id
+            sampled = await ctx.session.create_message(
+                [message],
+                max_tokens=10,
+                system_prompt="Answer in one word.",
+                related_request_id=ctx.request_id,
             )
+            reply = getattr(sampled.content, "text", "")
+            _log("sampled", {"text": reply, "model": sampled.model})
+            return _text(f"sample answered: {reply}")
         else:
             schema = {
                 "type": "object",
@@ -189,7 +201,6 @@ async def _ask_client(ctx: Any, name: str, text: str) -> types.CallToolResult:
             return _text(f"elicit {result.action}: {json.dumps(result.content)}")
     except Exception as error:
         return _text(f"{name} refused by the client: {error}", error=True)
-    return _text(f"{name} answered")
 
 
 def server() -> Server[Any]:

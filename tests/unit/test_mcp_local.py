@@ -466,12 +466,15 @@ async def test_mcp_cancelling_the_interaction_sends_mcp_cancellation_to_the_runn
 async def test_mcp_sampling_requests_are_refused_with_an_mcp_error(
     runners: list[LocalRunner], log: Path
 ) -> None:
-    """Not mapped yet (docs/mcp.md): the client does not declare sampling, and a server
-    asking anyway mid-call gets MCP's error; the call itself still settles definitely."""
+    """Not allowed (docs/mcp.md, Sampling): no Definition served lets the server sample,
+    so the client does not declare it, and a server asking anyway mid-call gets the MCP
+    SDK's error; the call itself still settles definitely."""
     definition = Definition("mcp-ask", mcp_servers=[McpServer("faulty")])
     model = ScriptedModel([reply.tool_calls(("faulty_sample", {"text": "hi"})), reply.text("ok")])
     run = await runner_for(runners, definition, model, log).start("mcp-ask", "go")
     assert (await run.result()).text == "ok"
     [sample] = model.requests[1].messages[-1].tool_results
-    assert sample.is_error and "sample refused by the client" in sample.content
+    assert (
+        sample.is_error and sample.content == "sample refused by the client: Sampling not supported"
+    )
     assert [c["tool"] for c in calls(log)] == ["sample"]
