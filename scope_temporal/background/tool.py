@@ -39,7 +39,7 @@ from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import RetiredTool
 from scope_temporal.tools.schema import parameters_schema
 from scope_temporal.tools.spec import RUN_IN_BACKGROUND, BackgroundSpec, ToolSpec
-from scope_temporal.tools.validation import InvalidArguments, decode_arguments
+from scope_temporal.tools.validation import InvalidArguments, bind_arguments, decode_arguments
 
 _RUN_IN_BACKGROUND_SCHEMA = {
     "type": "boolean",
@@ -99,12 +99,7 @@ class BackgroundTool(Tool[..., Any]):
         """Arguments stored as JSON (see `encode`) as the tool takes them."""
         if self.arguments_type is None:
             return raw
-        try:
-            return self.arguments_type.model_validate(raw)
-        except ValidationError as error:
-            first = error.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise InvalidArguments(f"{where}: {first['msg']}" if where else first["msg"]) from None
+        return bind_arguments(self.arguments_type, raw)
 
     def encode(self, arguments: Any) -> str:
         if isinstance(arguments, BaseModel):

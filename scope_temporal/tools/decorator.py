@@ -33,7 +33,7 @@ from scope_temporal.tools.spec import (
     ToolSpec,
     is_provider_tool_name,
 )
-from scope_temporal.tools.validation import InvalidArguments, decode_arguments
+from scope_temporal.tools.validation import bind_arguments, decode_arguments, first_error
 
 __all__ = ["Tool", "implement", "tool"]
 
@@ -99,11 +99,7 @@ class Tool(Generic[P, R]):
                 (the body did not run).
             Exception: whatever the body raised.
         """
-        decoded = decode_arguments(arguments_json)
-        try:
-            bound = self.arguments.model_validate(decoded)
-        except ValidationError as exc:
-            raise InvalidArguments(_first_error(exc)) from None
+        bound = bind_arguments(self.arguments, decode_arguments(arguments_json))
         kwargs = {self._parameters[f]: getattr(bound, f) for f in bound.model_fields_set}
         if self._is_async:
             result: object = await self._call(**kwargs)
@@ -299,7 +295,7 @@ def checked_spec(
             background=background,
         )
     except ValidationError as exc:
-        raise DefinitionError(f"tool {name!r}: {_first_error(exc)}") from None
+        raise DefinitionError(f"tool {name!r}: {first_error(exc)}") from None
 
 
 def explicit_schema(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -349,14 +345,3 @@ def checked_timeout(name: str, option: str, value: object) -> timedelta | None:
     if limit <= timedelta(0):
         raise DefinitionError(f"tool {name!r}: {option} must be positive, got {value!r}")
     return limit
-
-
-def _first_error(exc: ValidationError) -> str:
-    """`field: reason` for the first pydantic error (plus how many more there are)."""
-    errors = exc.errors(include_url=False)
-    first = errors[0]
-    location = ".".join(str(part) for part in first["loc"])
-    text = f"{location}: {first['msg']}" if location else first["msg"]
-    if len(errors) > 1:
-        text += f" (and {len(errors) - 1} more)"
-    return text

@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pydantic
+from pydantic import BaseModel
 
 from scope_temporal.errors import TOOL_SCHEMA_INVALID, DefinitionError
 
@@ -23,8 +26,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InvalidArguments",
+    "bind_arguments",
     "check_schema",
     "decode_arguments",
+    "first_error",
     "validate_arguments",
     "validate_value",
 ]
@@ -63,6 +68,63 @@ def decode_arguments(arguments_json: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidArguments(f"arguments must be a JSON object, not {_json_type(value)}")
     return value
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def bind_arguments(model: type[M], arguments: dict[str, Any]) -> M:
+    """Decoded arguments as the tool's parameter types (`model`).
+
+    JSON Schema counts an integral number as an integer whatever its spelling, so an
+    `int` parameter takes `3.0` and `9.3e18` as it takes `3` and `9300000000000000000`
+    (pydantic alone refuses an integral float beyond 64 bits).
+
+    Raises:
+        InvalidArguments: `field: reason` for the first error (and how many more).
+    """
+    try:
+        return model.model_validate(arguments)
+    except pydantic.ValidationError as exc:
+        widened = _integral_floats_as_ints(arguments, exc)
+        if widened is None:
+            raise InvalidArguments(first_error(exc)) from None
+    try:
+        return model.model_validate(widened)
+    except pydantic.ValidationError as exc:
+        raise InvalidArguments(first_error(exc)) from None
+
+
+def _integral_floats_as_ints(arguments: dict[str, Any], exc: pydantic.ValidationError) -> Any:
+    """`arguments` with each integral float pydantic found too big for an int made an
+    int, or None when the errors hold none."""
+    found = [
+        e["loc"]
+        for e in exc.errors(include_url=False)
+        if e["type"] == "int_parsing_size"
+        and isinstance(e["input"], float)
+        and e["input"].is_integer()
+    ]
+    if not found:
+        return None
+    widened: Any = json.loads(json.dumps(arguments))
+    for loc in found:
+        holder = widened
+        for part in loc[:-1]:
+            holder = holder[part]
+        holder[loc[-1]] = int(holder[loc[-1]])
+    return widened
+
+
+def first_error(exc: pydantic.ValidationError) -> str:
+    """`field: reason` for the first pydantic error (plus how many more there are)."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    location = ".".join(str(part) for part in first["loc"])
+    text = f"{location}: {first['msg']}" if location else first["msg"]
+    if len(errors) > 1:
+        text += f" (and {len(errors) - 1} more)"
+    return text
 
 
 def validate_arguments(schema: Mapping[str, Any], arguments_json: str) -> str | None:

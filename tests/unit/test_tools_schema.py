@@ -16,6 +16,7 @@ from scope_temporal.tools.schema import (
     validate_arguments,
     validate_value,
 )
+from scope_temporal.tools.validation import InvalidArguments, bind_arguments
 
 
 class Color(Enum):
@@ -231,3 +232,31 @@ def test_invalid_schemas_are_schema_errors() -> None:
     with pytest.raises(DefinitionError):
         validate_value({"type": "object", "required": "x"}, {})
     check_schema({"type": "object", "properties": {"a": {"type": "string"}}})
+
+
+class Limits(BaseModel):
+    limit: int = 3
+    nested: Address | None = None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "limit"),
+    [
+        ({"limit": 3.0}, 3),
+        ({"limit": 9.223372036854776e18}, 2**63),  # found by the hostile-model test
+        ({"limit": 1e20}, 10**20),
+    ],
+)
+def test_an_integral_number_binds_to_an_int_as_json_schema_counts_it(
+    arguments: dict[str, object], limit: int
+) -> None:
+    schema = {"type": "object", "properties": {"limit": {"type": "integer"}}}
+    assert validate_value(schema, arguments) is None  # the schema takes it: so does the tool
+    assert bind_arguments(Limits, arguments).limit == limit
+
+
+def test_a_fraction_or_a_missing_field_is_still_refused_naming_it() -> None:
+    with pytest.raises(InvalidArguments, match=r"limit: .*fractional"):
+        bind_arguments(Limits, {"limit": 9.5})
+    with pytest.raises(InvalidArguments, match=r"nested\.street: Field required"):
+        bind_arguments(Limits, {"limit": 1e20, "nested": {"title": "x"}})
