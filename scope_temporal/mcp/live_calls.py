@@ -79,6 +79,9 @@ class LiveCall:
         """The MCP client it was sent on (dropped when its outcome is ambiguous)."""
         self.reports: ProgressReports | None = None
         """Where its progress notifications go."""
+        self.elicits = True
+        """Whether the server may ask the user mid-call (False: a call that may run in the
+        background, whose elicitation requests get MCP's error)."""
         self._asks: asyncio.Queue[tuple[Asked, asyncio.Future[Any]]] = asyncio.Queue()
         self._waiting: asyncio.Future[Any] | None = None
         self.task: asyncio.Task[Any] = asyncio.ensure_future(send)
@@ -160,6 +163,12 @@ class LiveCalls:
         if len(self.held) >= MAX_HELD:
             return INVALID_REQUEST, "elicitation refused: too many calls wait for input"
         [call] = running
+        if not call.elicits:
+            return (
+                INVALID_REQUEST,
+                "elicitation refused: this call may run in the background, where the client "
+                "takes no input mid-call",
+            )
         asked = _asked(call, params)
         if isinstance(asked, tuple):
             return asked
