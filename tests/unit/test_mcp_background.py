@@ -93,9 +93,11 @@ async def test_mcp_background_call_moves_and_its_output_arrives_sent_once(
         "progressed 3",
     )
     # the server's progress notifications are the task's progress events
-    assert [e["message"] for e in seen[-1]["events"]] == [f"step {n} of 3" for n in (1, 2, 3)]
+    # (at most one a second: the latest, those in between coalesced)
+    messages = [e["message"] for e in seen[-1]["events"]]
+    assert messages[0] == "step 1 of 3" and messages[-1] == "step 3 of 3"
     [task] = run.snapshot().tasks
-    assert (task.status, task.attempt, task.progress.events) == ("completed", 1, 3)
+    assert (task.status, task.attempt, task.progress.events) == ("completed", 1, len(messages))
     assert received(log) == ["progress"]
 
 
@@ -117,7 +119,8 @@ async def test_mcp_progress_in_the_background_is_task_progress_not_tool_progress
     kinds = [e.kind for e in seen]
     assert "tool_progress" not in kinds
     counts = [e.task.progress.events for e in seen if e.kind == "task_progress"]
-    assert counts[-1] == 3 and counts == sorted(counts)
+    assert counts[-1] >= 2 and counts == sorted(counts)
+    assert seen[-1].task.progress.last_message == "step 3 of 3"
 
 
 @pytest.mark.parametrize("mode", MODES)
