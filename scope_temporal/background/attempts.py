@@ -125,7 +125,7 @@ async def run_attempt(
     if outcome is None:  # the budget is spent: the run goes on, owned by the next run
         held_on = None
         if yield_by == "hold":
-            own = tool if tool.starts_in_call else None
+            own = tool if isinstance(tool, BackgroundTool) and tool.starts_in_call else None
             runtime.live_runs.hold(plan.task_id, handle, observer.summary, own=own)
             held_on = runtime.adopt_queue
         return AttemptReport(

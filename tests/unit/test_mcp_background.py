@@ -229,3 +229,24 @@ def test_mcp_background_declaration_is_in_the_digest_only_when_declared() -> Non
     for wrong in ({"retry_safe": True}, {"session": "interaction"}):
         with pytest.raises(DefinitionError, match="background"):
             McpServer("faulty", background=True, **wrong)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_mcp_background_task_that_ends_tells_its_interaction_at_the_next_turn(
+    runners: list[LocalRunner], log: Path, mode: ToolCallWorkflows
+) -> None:
+    launch = ("faulty_progress", {"count": 1, "pause": 0.1, "run_in_background": True})
+    busy = ("faulty_progress", {"count": 3, "pause": 0.8, "run_in_background": False})
+    plan = [reply.tool_calls(launch), reply.tool_calls(busy), reply.text("told")]
+    model, run = await run_with(runners, log, mode, plan)
+    assert (await run.result(timeout=30)).text == "told"
+    last = model.requests[-1].messages
+    assert last[-2].role == "tool" and last[-1].role == "user"  # after the busy call's result
+    notice = json.loads(last[-1].text or "")
+    assert (notice["type"], notice["tool"], notice["status"], notice["data"]) == (
+        "task_notification",
+        "faulty_progress",
+        "completed",
+        "progressed 1",
+    )
+    assert received(log) == ["progress", "progress"]
