@@ -8,37 +8,26 @@ log proves every call reached it exactly once."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import uuid
 from pathlib import Path
-from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from scope_temporal import Definition, ScopeClient, ScriptedModel
-from scope_temporal.client import InteractionHandle
-from scope_temporal.interaction.snapshot import TaskSnapshot
 from scope_temporal.mcp import McpServer
 from scope_temporal.names import TASK_ATTEMPT_ACTIVITY
 from tests.live.background_tools import follow
 from tests.live.harness import MODE_BY_QUEUE, STARTED_IDS, TOOL_CALL_MODE, eventually, serving
+from tests.live.test_background_worker_loss import the_task
 from tests.live.test_live_mcp import calls, faulty
 from tests.live.test_live_mcp_worker_loss import received
 from tests.live.test_live_worker_loss import address_of, worker_process
+from tests.unit.test_mcp_background import envelopes
 
 MOVING = McpServer("faulty", background={"progress", "hang"}, foreground_timeout=0.5)
-
-
-def envelopes(model: ScriptedModel) -> list[dict[str, Any]]:
-    return [
-        json.loads(m.tool_results[0].content)
-        for r in model.requests
-        for m in r.messages[-1:]
-        if m.role == "tool"
-    ]
 
 
 async def attempt_queues(env: WorkflowEnvironment, task_id: str) -> list[str]:
@@ -99,11 +88,6 @@ async def test_live_mcp_run_in_background_then_task_cancel_sends_the_cancellatio
         assert (update["type"], update["status"]) == ("update", "canceled")
         await eventually(lambda: asyncio.sleep(0, calls(log)), lambda c: c == ["hang", "cancelled"])
     assert calls(log) == ["hang", "cancelled"]  # received once, then MCP's cancellation
-
-
-async def the_task(handle: InteractionHandle) -> TaskSnapshot | None:
-    tasks = (await handle.snapshot()).tasks
-    return tasks[0] if tasks else None
 
 
 async def test_live_mcp_background_call_whose_holder_is_killed_is_lost_never_resent(
