@@ -110,15 +110,16 @@ class ToolSet(Frozen):
         return tuple(s.name for s in self.tools + self.deferred)
 
 
-def _with_task_tools(name: str, toolset: ToolSet) -> ToolSet:
+def _with_task_tools(name: str, toolset: ToolSet, *, mcp_background: bool = False) -> ToolSet:
     """The set plus `task_status`, `task_output` and `task_cancel` when it binds a
-    background tool (the model follows its tasks with them).
+    background tool, or an MCP server's calls may run in the background
+    (`mcp_background`): the model follows its tasks with them.
 
     Raises:
         DefinitionError: the set also binds a tool under one of those names.
     """
     specs = toolset.tools + toolset.deferred
-    if not any(spec.background is not None for spec in specs):
+    if not mcp_background and not any(spec.background is not None for spec in specs):
         return toolset
     framework = TASK_TOOL_SPECS
     taken = sorted(s.name for s in specs if s.name in TASK_TOOL_NAMES and s not in framework)
@@ -352,7 +353,9 @@ class Definition(Frozen):
             )
         given: Any = self.__dict__["tools"]
         toolset = given if isinstance(given, ToolSet) else ToolSet(f"{name}-tools", given or ())
-        toolset = _with_task_tools(name, toolset)
+        self.mcp_servers = _checked_mcp_servers(name, self.mcp_servers)
+        moves = any(server.background for server in self.mcp_servers)
+        toolset = _with_task_tools(name, toolset, mcp_background=moves)
         for spec in toolset.tools + toolset.deferred:
             if not is_provider_tool_name(spec.name):
                 raise DefinitionError(f"Definition {name!r}: invalid tool name {spec.name!r}.")
@@ -373,7 +376,6 @@ class Definition(Frozen):
         self.options = _frozen_options(self.__dict__["options"] or Options())
         self.output_schema = freeze_json(self.output_schema)
         self.fallback_models = tuple(self.fallback_models)
-        self.mcp_servers = _checked_mcp_servers(name, self.mcp_servers)
         self.digest = hashlib.sha256(
             json.dumps(self.declaration(), sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
@@ -386,8 +388,11 @@ class Definition(Frozen):
 
     @property
     def binds_background_tools(self) -> bool:
-        """True when a bound tool is a background tool (the task tools are bound too)."""
-        return any(s.background is not None for s in self.tools.tools + self.tools.deferred)
+        """True when a bound tool is a background tool, or an MCP server's calls may run
+        in the background (the task tools are bound too)."""
+        tools = self.tools.tools + self.tools.deferred
+        moves = any(server.background for server in self.mcp_servers)
+        return moves or any(s.background is not None for s in tools)
 
     def delegate(self, delegate_name: str) -> Delegate | None:
         for delegate in self.delegates:

@@ -222,6 +222,7 @@ class ScopeWorker:
         interceptors = [*worker_options.pop("interceptors", ()), *telemetry]
         self._observers = ObserverHub(list(observers))
         handoff = any(isinstance(t, BackgroundTool) and t.settings.handoff for t in self.tools)
+        handoff = handoff or any(s.background for d in serving for s in d.mcp_servers)
         adopt_queue = f"{task_queue}/adopt/{uuid.uuid4().hex[:12]}" if handoff else None
         runtime = BackgroundRuntime(
             materializer=materializer or LocalFileMaterializer(DEFAULT_TASK_OUTPUT),

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from temporalio import activity
 
 from scope_temporal import names
-from scope_temporal.background.attempts import Beat, Tell, run_attempt
+from scope_temporal.background.attempts import Beat, Tell, not_held, run_attempt
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.background.serving import serving_tool
+from scope_temporal.background.tool import BackgroundTool
 from scope_temporal.background.yielding import YieldMode
 from scope_temporal.interaction.task_values import AttemptPlan, AttemptReport
 from scope_temporal.payloads import HeartbeatState, TaskAttemptInput, TaskReport
@@ -38,10 +39,18 @@ async def attempt_task(
     yield_by: YieldMode | None = None,
 ) -> AttemptReport:
     """One attempt as `scope.task.attempt` makes it (see `background.attempts`), on the
-    implementation of the task's capability class (`background.serving`); unserved, with
-    nothing run, if this worker has none."""
-    tool = serving_tool(tools, plan, recovering=previous is not None)
+    implementation of the task's capability class (`background.serving`), or the one a
+    held live run carries (an MCP call's, `LiveRun.own`); unserved, with nothing run, if
+    this worker has none (lost, for an adoption of a run held nowhere whose tool is
+    registered under no name)."""
+    own = runtime.live_runs.own(plan.task_id) if plan.mode == "adopt" else None
+    recovering = previous is not None
+    tool: BackgroundTool | str = (
+        own if isinstance(own, BackgroundTool) else serving_tool(tools, plan, recovering=recovering)
+    )
     if isinstance(tool, str):
+        if plan.mode == "adopt" and tools.get(plan.tool) is None:  # a call's own tool (MCP)
+            return AttemptReport(attempt=attempt, lost=not_held(runtime))
         return AttemptReport(attempt=attempt, unserved=tool)
     return await run_attempt(
         tool,

@@ -24,6 +24,7 @@ from scope_temporal.errors import (
 )
 from scope_temporal.interaction.admission import admission_problem
 from scope_temporal.interaction.tool_call import ToolAttempt
+from scope_temporal.mcp.background import movable
 from scope_temporal.mcp.calls import mcp_call_tool
 from scope_temporal.mcp.progress import SendProgress
 from scope_temporal.payload_limits import size_of, too_large
@@ -113,9 +114,10 @@ async def attempt_once(
     if request.mcp is None:
         tool = served.tools.get(request.call.name)
     else:
-        definition, tool = mcp_call_tool(
+        definition, mcp_tool = mcp_call_tool(
             request.mcp, definition, served.mcp, progress, sent_before, owner=request.parent_id
         )
+        tool = movable(mcp_tool)  # a call that may run in the background (docs/mcp.md)
     refused = unauthorised(attempt, definition, tool)
     if refused is not None:
         return refused

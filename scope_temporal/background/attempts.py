@@ -125,7 +125,8 @@ async def run_attempt(
     if outcome is None:  # the budget is spent: the run goes on, owned by the next run
         held_on = None
         if yield_by == "hold":
-            runtime.live_runs.hold(plan.task_id, handle, observer.summary)
+            own = tool if isinstance(tool, BackgroundTool) and tool.starts_in_call else None
+            runtime.live_runs.hold(plan.task_id, handle, observer.summary, own=own)
             held_on = runtime.adopt_queue
         return AttemptReport(
             attempt=attempt,
@@ -163,11 +164,16 @@ async def _obtain(
         return handle, summary
     live = runtime.live_runs.take(task_id)
     if live is None:
-        raise _Lost(
-            "this worker no longer holds the live run (it was released, unadopted, after "
-            f"{runtime.live_runs.grace:g} s, or the worker restarted)"
-        )
+        raise _Lost(not_held(runtime))
     return await tool.adopt(task_id, arguments, attempt, live.handle), summary.merged(live.progress)
+
+
+def not_held(runtime: BackgroundRuntime) -> str:
+    """Why an adoption finds no live run."""
+    return (
+        "this worker no longer holds the live run (it was released, unadopted, after "
+        f"{runtime.live_runs.grace:g} s, or the worker restarted)"
+    )
 
 
 def _raised(
@@ -249,4 +255,4 @@ async def _beat_forever(handle: RunHandle, observer: RunObserver, beat: Beat, ev
         beat(HeartbeatState(checkpoint=handle.checkpoint(), events=observer.summary.events))
 
 
-__all__ = ["Beat", "Tell", "run_attempt"]
+__all__ = ["Beat", "Tell", "not_held", "run_attempt"]

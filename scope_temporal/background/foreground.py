@@ -4,7 +4,9 @@ In order:
 
 1. The arguments are decoded, `prepare_input` may rewrite them, `validate_arguments`
    may reject them (a model-visible rejection; nothing started, nothing stored).
-2. `run_in_background=true`: nothing runs here; the task starts in the background.
+2. `run_in_background=true`: nothing runs here; the task starts in the background
+   (unless only this attempt can start the operation, `starts_in_call`: an MCP call is
+   sent here and its live run handed over at once, as in 4).
 3. Otherwise `start(task_id, arguments, 0)`, and the run is observed (its progress
    stored) for up to the foreground timeout. A run that ends in time gives the model a
    `foreground_result`; a run asking a question moves to the background at once (a
@@ -50,6 +52,12 @@ class ForegroundTool(Protocol):
 
     @property
     def settings(self) -> BackgroundSpec: ...
+
+    @property
+    def starts_in_call(self) -> bool:
+        """Its operation can start only inside the call's own attempt (an MCP call):
+        `run_in_background=true` starts it here and hands the live run over at once."""
+        ...
 
     def decode(self, arguments_json: str) -> tuple[Any, bool | None]: ...
 
@@ -101,11 +109,11 @@ async def run_foreground(tool: ForegroundTool, arguments_json: str) -> str | Bac
     launch = launch.model_copy(
         update={"description": description, "description_error": description_error}
     )
-    if explicit is True:
+    if explicit is True and not tool.starts_in_call:
         return Backgrounded(launch=launch)
     handle = await tool.start(launch.task_id, arguments, 0)
     observer = RunObserver(launch.task_id, handle, runtime.materializer, ProgressSummary())
-    limit = settings.foreground_timeout
+    limit = settings.foreground_timeout if explicit is not True else timedelta(0)
     limit_s = None if limit is None else limit.total_seconds()
     left = remaining(launch.deadline)
     try:
@@ -114,12 +122,13 @@ async def run_foreground(tool: ForegroundTool, arguments_json: str) -> str | Bac
         if first is not None:
             outcome = await observer.outcome(first)
         if outcome is None and (left is None or (limit_s is not None and limit_s < left)):
-            movable = limit is not None and explicit is None and tool.wants_background(arguments)
-            if movable and (settings.handoff or settings.recoverable):
+            wanted = explicit is True or (explicit is None and tool.wants_background(arguments))
+            if limit is not None and wanted and (settings.handoff or settings.recoverable):
                 observer.detach()
                 mode = "adopt" if settings.handoff else "recover"
                 if settings.handoff:
-                    runtime.live_runs.hold(launch.task_id, handle, observer.summary)
+                    own = tool if tool.starts_in_call else None
+                    runtime.live_runs.hold(launch.task_id, handle, observer.summary, own=own)
                 return Backgrounded(
                     launch=launch.model_copy(
                         update={

@@ -44,6 +44,9 @@ class LiveRun:
     handle: RunHandle
     progress: ProgressSummary
     release: asyncio.TimerHandle | None = None
+    own: object = None
+    """The `BackgroundTool` that adopts it, for a tool bound per call and registered under
+    no name (an MCP tool, `BackgroundTool.starts_in_call`); None: the registered one."""
 
 
 @dataclass
@@ -56,8 +59,15 @@ class LiveRuns:
     grace: float = HANDOFF_GRACE_SECONDS
     _runs: dict[str, LiveRun] = field(default_factory=dict)
 
-    def hold(self, task_id: str, handle: RunHandle, progress: ProgressSummary) -> None:
-        run = LiveRun(handle, progress)
+    def hold(
+        self,
+        task_id: str,
+        handle: RunHandle,
+        progress: ProgressSummary,
+        *,
+        own: object = None,
+    ) -> None:
+        run = LiveRun(handle, progress, own=own)
         loop = asyncio.get_running_loop()
         run.release = loop.call_later(self.grace, self._release, task_id, run)
         self._runs[task_id] = run
@@ -68,6 +78,11 @@ class LiveRuns:
         if run is not None and run.release is not None:
             run.release.cancel()
         return run
+
+    def own(self, task_id: str) -> object:
+        """The implementation the held run of `task_id` carries (`LiveRun.own`), if any."""
+        run = self._runs.get(task_id)
+        return None if run is None else run.own
 
     def _release(self, task_id: str, run: LiveRun) -> None:
         if self._runs.get(task_id) is run:

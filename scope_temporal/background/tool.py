@@ -38,16 +38,14 @@ from scope_temporal.tools.failures import ToolFailure
 from scope_temporal.tools.middleware import Middleware
 from scope_temporal.tools.registry import RetiredTool
 from scope_temporal.tools.schema import parameters_schema
-from scope_temporal.tools.spec import RUN_IN_BACKGROUND, BackgroundSpec, ToolSpec
+from scope_temporal.tools.spec import (
+    RUN_IN_BACKGROUND,
+    RUN_IN_BACKGROUND_SCHEMA,
+    BackgroundSpec,
+    ToolSpec,
+)
 from scope_temporal.tools.validation import InvalidArguments, bind_arguments, decode_arguments
 
-_RUN_IN_BACKGROUND_SCHEMA = {
-    "type": "boolean",
-    "description": (
-        "true: start it in the background at once and get a task id; false: wait for it "
-        "here. Omit it to wait for a while and let a long run move to the background."
-    ),
-}
 DEFAULT_RECOVERY_ATTEMPTS = 5
 
 AutoBackground = bool | Callable[[Any], bool]
@@ -65,6 +63,10 @@ class BackgroundTool(Tool[..., Any]):
     Built by `background_tool`; see the package docstring for the lifecycle. Only its
     `spec` (with `spec.background`) goes into Definitions and payloads.
     """
+
+    starts_in_call = False
+    """Its operation can start only in the call's own attempt, and its live run carries
+    this implementation to the adopting attempt (an MCP call: `mcp.background`)."""
 
     def __init__(
         self,
@@ -263,7 +265,7 @@ def background_tool(**options: Unpack[BackgroundToolOptions]) -> Callable[[Any],
         properties = dict(parameters.get("properties", {}))
         if RUN_IN_BACKGROUND in properties:
             raise DefinitionError(f"tool {tool_name!r}: {RUN_IN_BACKGROUND!r} is reserved")
-        properties[RUN_IN_BACKGROUND] = _RUN_IN_BACKGROUND_SCHEMA
+        properties[RUN_IN_BACKGROUND] = RUN_IN_BACKGROUND_SCHEMA
         timeouts: dict[str, Any] = {k: v for k, v in options.items() if k in _TIMEOUTS}
         if "foreground_timeout" in timeouts:
             timeouts["foreground_timeout"] = _positive(timeouts["foreground_timeout"])

@@ -31,6 +31,7 @@ from scope_temporal.definition import Definition
 from scope_temporal.errors import InvalidTaskSubmission, TaskSubmissionConflict
 from scope_temporal.interaction.effects import ToolEffectRequest
 from scope_temporal.interaction.state import InteractionState, SubmittedTask
+from scope_temporal.mcp.binding import mcp_record
 from scope_temporal.tools.spec import RUN_IN_BACKGROUND
 
 KEY = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -132,6 +133,12 @@ def _check_tool(definition: Definition, state: InteractionState, tool: str) -> N
         raise InvalidTaskSubmission(
             f"{tool!r} {what} Definition {definition.name!r}; its background tools: "
             f"{', '.join(background) or 'none'}."
+        )
+    if mcp_record(definition, tool) is not None:
+        raise InvalidTaskSubmission(
+            f"{tool!r} is an MCP tool: its call is sent only in the call's own attempt, so "
+            "only the model's call starts it (with run_in_background=true); a host cannot "
+            "submit it."
         )
     if spec.permission not in state.granted:
         raise InvalidTaskSubmission(

@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
+from typing import Any
 
 from scope_temporal.approval import ApprovalPolicy
 from scope_temporal.definition import Definition, ToolSet
 from scope_temporal.mcp.values import McpListing, McpServer, McpToolRecord
-from scope_temporal.tools.spec import ToolSpec
+from scope_temporal.tools.spec import (
+    RUN_IN_BACKGROUND,
+    RUN_IN_BACKGROUND_SCHEMA,
+    BackgroundSpec,
+    ToolSpec,
+)
 
 
 class McpToolSet(ToolSet):
@@ -42,14 +48,28 @@ class McpToolSet(ToolSet):
 
 
 def spec_of(record: McpToolRecord, server: McpServer) -> ToolSpec:
-    """The ToolSpec of one recorded MCP tool, under its server's declaration."""
+    """The ToolSpec of one recorded MCP tool, under its server's declaration: a tool its
+    server lets run in the background (`McpServer.background`) is a handoff background
+    tool, with the `run_in_background` flag in its schema (docs/mcp.md, Background calls)."""
+    parameters, background = record.input_schema, None
+    if server.moves(record.name):
+        parameters = with_background_flag(parameters)
+        background = BackgroundSpec(foreground_timeout=server.foreground_timeout, handoff=True)
     return ToolSpec(
         name=record.tool,
         description=record.description,
-        parameters=record.input_schema,
+        parameters=parameters,
         permission=server.permission,
         timeout=server.timeout,
+        background=background,
     )
+
+
+def with_background_flag(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with the optional `run_in_background` flag every background tool takes
+    (a listed tool with a property of that name is refused when its list is checked)."""
+    properties = {**schema.get("properties", {}), RUN_IN_BACKGROUND: RUN_IN_BACKGROUND_SCHEMA}
+    return {**schema, "properties": properties}
 
 
 def bound_definition(definition: Definition, listings: Iterable[McpListing] | None) -> Definition:

@@ -42,7 +42,7 @@ from scope_temporal.errors import MCP_SESSION_LOST
 from scope_temporal.mcp.binding import bound_definition, spec_of
 from scope_temporal.mcp.connections import McpConnections, McpUnavailable
 from scope_temporal.mcp.live_calls import LiveCall
-from scope_temporal.mcp.progress import ProgressReports, SendProgress
+from scope_temporal.mcp.progress import ProgressCallback, ProgressReports, SendProgress
 from scope_temporal.mcp.sessions import McpSessionLost
 from scope_temporal.mcp.values import MAX_SENDS, McpListing, McpServer, McpToolRecord
 from scope_temporal.tools.context import ToolInvocation, current_tool_call, require_tool_input
@@ -144,16 +144,23 @@ class McpTool(Tool[..., Any]):
             require_tool_input(asked.prompt, asked.answer_schema, state=asked.state)
         return await self._settled(call)
 
-    async def _send(self, invocation: ToolInvocation, arguments: dict[str, Any]) -> LiveCall:
+    async def _send(
+        self,
+        invocation: ToolInvocation,
+        arguments: dict[str, Any],
+        background: ProgressCallback | None = None,
+    ) -> LiveCall:
+        """Send the call; `background`: it may run in the background (its progress goes
+        there, and a server's elicitation request is refused: see `mcp.background`)."""
         record = self.record
         client, key = await self._client()
-        reports = None
-        if self._progress is not None:
+        reports, notified = None, background
+        if background is None and self._progress is not None:
             reports = ProgressReports(self._progress, invocation.process_id, invocation.ref)
-        sent = client.call_tool(
-            record.name, arguments, progress_callback=None if reports is None else reports.notified
-        )
+            notified = reports.notified
+        sent = client.call_tool(record.name, arguments, progress_callback=notified)
         call = self._connections.live.start(record.server, record.name, sent, key=key)
+        call.elicits = background is None
         if self.owner is not None:
             owner, sessions = self.owner, self._connections.sessions
             call.on_end.append(lambda: sessions.release(record.server, owner))
@@ -162,6 +169,37 @@ class McpTool(Tool[..., Any]):
         call.sampling = self.sampling
         call.definition = self.definition
         return call
+
+    async def send_for_background(
+        self, invocation: ToolInvocation, arguments: dict[str, Any], notified: ProgressCallback
+    ) -> LiveCall:
+        """Send the call of a tool that may run in the background (`mcp.background`): its
+        progress notifications go to `notified`, its elicitation requests are refused.
+
+        Raises:
+            HostFailure: an attempt after the first (it is never sent again).
+            ToolFailure: no connection could be opened (nothing was sent).
+        """
+        if self._sent_before:
+            what = f"attempt {self._sent_before + 1} of the call"
+            raise HostFailure(f"{_ambiguous(self.record, what)} It is not sent again.")
+        return await self._send(invocation, arguments, background=notified)
+
+    async def settled(self, call: LiveCall) -> object:
+        """The classified outcome of a call that ended (as `invoke` gives it).
+
+        Raises:
+            ToolFailure: a definite failure (`isError`, a JSON-RPC refusal).
+            HostFailure: the outcome is unknown; the call is not sent again.
+        """
+        try:
+            return await self._settled(call)
+        except _Ambiguous as ambiguous:
+            raise HostFailure(f"{ambiguous} It is not sent again.") from None
+
+    def unknown(self, what: str) -> HostFailure:
+        """The failure of a call whose outcome is unknown because of `what`."""
+        return HostFailure(f"{_ambiguous(self.record, what)} It is not sent again.")
 
     async def _client(self) -> tuple[Any, str | None]:
         """The client to send on, and the key its calls in flight are grouped by: the

@@ -10,7 +10,8 @@ Checks, on the tools the Definition offers (its `allow` list, or all):
 - the model-visible name (prefix + name) is 1-64 letters, digits, `_` or `-`, and
   unique among the local tools, the delegates and every other offered MCP tool;
 - every name in `allow` is listed by the server, and no name is listed twice;
-- every name in `retry_safe` is offered;
+- every name in `retry_safe` and `background` is offered; a tool that may run in the
+  background takes no argument named `run_in_background` (the framework's flag);
 - the input schema is a valid JSON Schema (`jsonschema`'s `check_schema`) of an object;
 - sizes: a description up to `MAX_DESCRIPTION_CHARS`, a schema up to `MAX_SCHEMA_BYTES`,
   at most `MAX_TOOLS` tools per server, at most `MAX_LISTING_BYTES` in all.
@@ -34,7 +35,7 @@ from scope_temporal.mcp.values import (
     McpToolRecord,
 )
 from scope_temporal.registry import Registry
-from scope_temporal.tools.spec import is_provider_tool_name
+from scope_temporal.tools.spec import RUN_IN_BACKGROUND, is_provider_tool_name
 from scope_temporal.tools.validation import check_schema
 
 MAX_DESCRIPTION_CHARS = 8_192
@@ -125,14 +126,14 @@ def _checked(
             f"{where}: allow names {missing}, which the server does not list (it lists "
             f"{sorted(listed)[:20]}).",
         )
-    safe = server.retry_safe
-    unknown = sorted(safe - set(offered)) if isinstance(safe, frozenset) else []
-    if unknown:
-        raise _Refused(
-            MCP_LIST_INVALID,
-            f"{where}: retry_safe names {unknown}, which it does not offer (it offers "
-            f"{sorted(offered)[:20]}).",
-        )
+    for option, named in (("retry_safe", server.retry_safe), ("background", server.background)):
+        unknown = sorted(named - set(offered)) if isinstance(named, frozenset) else []
+        if unknown:
+            raise _Refused(
+                MCP_LIST_INVALID,
+                f"{where}: {option} names {unknown}, which it does not offer (it offers "
+                f"{sorted(offered)[:20]}).",
+            )
     if len(offered) > MAX_TOOLS:
         raise _Refused(
             MCP_LIST_INVALID,
@@ -182,6 +183,12 @@ def _record(where: str, server: McpServer, tool: Any, taken: set[str]) -> McpToo
     if schema.get("type") != "object":
         raise _Refused(
             MCP_LIST_INVALID, f"{where}, tool {name!r}: its input schema must be of an object."
+        )
+    if server.moves(name) and RUN_IN_BACKGROUND in schema.get("properties", {}):
+        raise _Refused(
+            MCP_LIST_INVALID,
+            f"{where}, tool {name!r}: it takes an argument named {RUN_IN_BACKGROUND!r}, the "
+            "flag of a tool that may run in the background; leave it out of background=.",
         )
     annotations = (
         tool.annotations.model_dump(by_alias=True, exclude_none=True)

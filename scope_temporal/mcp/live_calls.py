@@ -89,6 +89,9 @@ class LiveCall:
         """Its Definition lets the server sample (None: a request is refused)."""
         self.definition = ""
         """The Definition whose call it is (named in a refusal)."""
+        self.elicits = True
+        """Whether the server may ask the user mid-call (False: a call that may run in the
+        background, whose elicitation requests get MCP's error)."""
         self._asks: asyncio.Queue[tuple[Asked, asyncio.Future[Any]]] = asyncio.Queue()
         self._waiting: asyncio.Future[Any] | None = None
         self.task: asyncio.Task[Any] = asyncio.ensure_future(send)
@@ -170,6 +173,12 @@ class LiveCalls:
         if len(self.held) >= MAX_HELD:
             return INVALID_REQUEST, "elicitation refused: too many calls wait for input"
         [call] = running
+        if not call.elicits:
+            return (
+                INVALID_REQUEST,
+                "elicitation refused: this call may run in the background, where the client "
+                "takes no input mid-call",
+            )
         asked = _asked(call, params)
         if isinstance(asked, tuple):
             return asked
@@ -187,6 +196,12 @@ class LiveCalls:
                 "and MCP does not say which one asks",
             )
         [call] = running
+        if not call.elicits:
+            return (
+                INVALID_REQUEST,
+                "sampling refused: this call may run in the background, where the client "
+                "makes no model call mid-call",
+            )
         if call.sampling is None:
             return (
                 INVALID_REQUEST,

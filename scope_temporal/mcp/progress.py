@@ -30,6 +30,8 @@ CLOSE_TIMEOUT = 5.0
 
 SendProgress = Callable[[ToolProgressEvent], Awaitable[None]]
 """Delivers one event to the tree's stream."""
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+"""The MCP SDK's `progress_callback`: one notification's progress, total and message."""
 
 _log = logging.getLogger("scope_temporal.events")
 
@@ -114,4 +116,4 @@ def _finite(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-__all__ = ["MAX_EVENTS", "MIN_INTERVAL", "ProgressReports", "SendProgress"]
+__all__ = ["MAX_EVENTS", "MIN_INTERVAL", "ProgressCallback", "ProgressReports", "SendProgress"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from scope_temporal.errors import DefinitionError
 
@@ -89,11 +89,23 @@ class McpServer(BaseModel):
             (`sampling/createMessage`) gets MCP's error. True, or an `McpSampling`
             giving limits: each request runs as a model call of the Interaction, under
             its model, options and limits (see `McpSampling`, docs/mcp.md Sampling).
+        background: True lets every tool of the server run in the background, or a set
+            of its tool names lets those: a call still running after
+            `foreground_timeout` moves to the background as a task, with the contract of
+            a `@background_tool` (`run_in_background`, the task tools, progress,
+            notifications; docs/mcp.md, Background calls). The call is sent once and
+            stays on the worker that sent it (a handoff run, never recovered
+            elsewhere). False (default): every call in the foreground.
+        foreground_timeout: how long a call of a background tool runs in the
+            foreground before it moves (default 120 s); None: only with an explicit
+            `run_in_background=true`.
 
     Raises:
         DefinitionError: a name that is not 1-32 letters, digits, `_` or `-`; or
             `session="interaction"` with `retry_safe` (a call sent again must not reach
-            another session than the one whose state it changed).
+            another session than the one whose state it changed); or `background`
+            with `retry_safe` or `session="interaction"` (not built: a background call
+            is never sent again, and a session's calls are not moved).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -119,6 +131,10 @@ class McpServer(BaseModel):
     sampling: bool | McpSampling = False
     """Whether (and within what limits) its sampling requests reach the Interaction's
     model; False: refused with MCP's error."""
+    background: bool | frozenset[str] = False
+    """Its tools (True: all; a set: those named) whose calls may move to the background."""
+    foreground_timeout: timedelta | None = timedelta(seconds=120)
+    """How long a background tool's call runs in the foreground before it moves."""
 
     def __init__(self, name: str, **options: Any) -> None:
         if not isinstance(name, str) or not _SERVER_NAME.match(name):
@@ -133,20 +149,39 @@ class McpServer(BaseModel):
                 "sent again after its worker was lost would reach a new session, without "
                 "the state the first one held. Declare one or the other."
             )
+        if self.background and (self.retry_safe or self.per_interaction):
+            raise DefinitionError(
+                f"MCP server {name!r}: background calls cannot be retry_safe or use "
+                "session='interaction' (not built: a background call is never sent again, "
+                "and it stays on the worker that sent it)."
+            )
 
     @property
     def tool_prefix(self) -> str:
         """What the model-visible name of each of its tools starts with."""
         return f"{self.name}_" if self.prefix is None else self.prefix
 
+    @field_validator("foreground_timeout")
+    @classmethod
+    def _positive(cls, value: timedelta | None) -> timedelta | None:
+        return value if value is not None and value > timedelta(0) else None  # <= 0: never
+
     def declaration(self) -> dict[str, Any]:
         """The declaration as JSON for the Definition's digest (`retry_safe`, `session`
-        and `sampling` only when declared, so the digests of earlier declarations stay as
-        they were)."""
-        data = self.model_dump(mode="json", exclude={"retry_safe", "session", "sampling"})
+        and `sampling` and `background` (with its `foreground_timeout`) only when
+        declared, so the digests of earlier declarations stay as they were)."""
+        data = self.model_dump(
+            mode="json",
+            exclude={"retry_safe", "session", "sampling", "background", "foreground_timeout"},
+        )
         policy = self.sampling_policy
         if policy is not None:
             data["sampling"] = policy.model_dump(mode="json")
+        if self.background:
+            moves = self.background
+            data["background"] = True if moves is True else sorted(moves)
+            timeout = self.foreground_timeout
+            data["foreground_timeout"] = None if timeout is None else str(timeout)
         if self.session != "worker":
             data["session"] = self.session
         data["timeout"] = None if self.timeout is None else str(self.timeout)
@@ -160,6 +195,12 @@ class McpServer(BaseModel):
         when its outcome is ambiguous."""
         safe = self.retry_safe
         return safe is True or (isinstance(safe, frozenset) and tool in safe)
+
+    def moves(self, tool: str) -> bool:
+        """Whether a call of its tool `tool` (the server's name for it) may run in the
+        background (`background`)."""
+        moves = self.background
+        return moves is True or (isinstance(moves, frozenset) and tool in moves)
 
     @property
     def sampling_policy(self) -> McpSampling | None:

@@ -46,6 +46,14 @@ def is_provider_tool_name(name: str) -> bool:
 
 RUN_IN_BACKGROUND = "run_in_background"
 """The argument the framework adds to every background tool's schema."""
+RUN_IN_BACKGROUND_SCHEMA: dict[str, Any] = {
+    "type": "boolean",
+    "description": (
+        "true: start it in the background at once and get a task id; false: wait for it "
+        "here. Omit it to wait for a while and let a long run move to the background."
+    ),
+}
+"""Its schema, as the model sees it."""
 
 CapabilityClass = Literal["plain", "recoverable"]
 """What a background tool's tasks survive: `recoverable` ones (with `recover`) the loss

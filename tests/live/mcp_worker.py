@@ -1,6 +1,6 @@
 """A worker process with an MCP server, which the MCP worker-loss test SIGKILLs.
 
-    python -m tests.live.mcp_worker ADDRESS TASK_QUEUE CALL_LOG MODE [retry_safe]
+    python -m tests.live.mcp_worker ADDRESS TASK_QUEUE CALL_LOG MODE [retry_safe|background]
 
 The Definition's tools come from the test-owned MCP server (`tests.mcp_servers.faulty`,
 started by this worker over stdio), which appends each call it receives to CALL_LOG.
@@ -26,10 +26,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 RETRY_SAFE = sys.argv[5:6] == ["retry_safe"]
 """Serve `mcp-loss` with `stall` declared safe to retry (the retry test's worker)."""
+BACKGROUND = sys.argv[5:6] == ["background"]
+"""Serve `mcp-loss` with `hang` allowed to run in the background (the background loss
+test's worker): the model launches it, then ends its turn."""
 
 
 async def plan(request: ModelRequest) -> Response:
     done = sum(1 for m in request.messages if m.role == "tool")
+    if BACKGROUND:
+        if done == 0:
+            return reply.tool_calls(("faulty_hang", {"text": "slow"}))
+        return reply.text("launched")
     if done == 0 and RETRY_SAFE:
         return reply.tool_calls(("faulty_stall", {"text": "slow"}))
     if done == 0:
@@ -39,17 +46,21 @@ async def plan(request: ModelRequest) -> Response:
     return reply.text("all done")
 
 
-def definition(retry_safe: bool) -> Definition:
-    """The Definition this worker serves; `retry_safe`: `stall` declared safe to retry."""
+def definition(retry_safe: bool, background: bool = False) -> Definition:
+    """The Definition this worker serves; `retry_safe`: `stall` declared safe to retry;
+    `background`: `hang` may run in the background (after 1 s in the foreground)."""
+    server = McpServer("faulty", retry_safe={"stall"} if retry_safe else False)
+    if background:
+        server = McpServer("faulty", background={"hang"}, foreground_timeout=1)
     return Definition(
         "mcp-loss",
-        mcp_servers=[McpServer("faulty", retry_safe={"stall"} if retry_safe else False)],
+        mcp_servers=[server],
         model_heartbeat_timeout=timedelta(seconds=2),
         tool_heartbeat_timeout=timedelta(seconds=2),
     )
 
 
-DEFINITION = definition(RETRY_SAFE)
+DEFINITION = definition(RETRY_SAFE, BACKGROUND)
 
 
 async def main(address: str, task_queue: str, log: str, mode: ToolCallWorkflows) -> None:

@@ -187,8 +187,10 @@ async def test_c42_every_history_of_the_suite_replays(
             definitions = [
                 in_mode(d, MODE_BY_QUEUE.get(queue, "on_demand")) for d in loss_worker.DEFINITIONS
             ]
-        elif queue.startswith(("mcp-loss-", "mcp-retry-")):  # the MCP worker-loss workers
-            served_definition = mcp_worker.definition(queue.startswith("mcp-retry-"))
+        elif queue.startswith(("mcp-loss-", "mcp-retry-", "mcp-bgloss-")):  # MCP worker loss
+            served_definition = mcp_worker.definition(
+                queue.startswith("mcp-retry-"), background=queue.startswith("mcp-bgloss-")
+            )
             definitions = [in_mode(served_definition, MODE_BY_QUEUE.get(queue, "always"))]
         elif queue.startswith("taskloss-"):  # the background worker-loss subprocesses
             definitions = task_loss_worker.DEFINITIONS
