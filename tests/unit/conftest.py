@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -13,6 +13,21 @@ import pytest
 from scope_temporal.definition import Definition, ToolCallWorkflows
 from scope_temporal.testing import LocalRunner
 from tests.live.harness import in_mode
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    """Where a test-owned MCP server writes its call log (tests/mcp_servers)."""
+    return tmp_path / "calls.jsonl"
+
+
+@pytest.fixture
+async def runners() -> AsyncIterator[list[LocalRunner]]:
+    """LocalRunners a test makes, closed after it."""
+    made: list[LocalRunner] = []
+    yield made
+    for runner in made:
+        await runner.aclose()
 
 
 @pytest.fixture(autouse=True)

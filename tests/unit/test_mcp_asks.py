@@ -20,11 +20,6 @@ from scope_temporal.testing import LocalRunner
 from tests.unit.test_mcp_local import calls, faulty
 
 
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    return tmp_path / "calls.jsonl"
-
-
 async def _with_runner(definition: Definition, model: ScriptedModel, log: Path) -> LocalRunner:
     return LocalRunner(
         definitions=[definition],

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -32,19 +31,6 @@ MODES: tuple[ToolCallWorkflows, ...] = ("always", "on_demand")
 MOVING = McpServer(
     "faulty", background={"progress", "hang", "elicit", "crash"}, foreground_timeout=0.3
 )
-
-
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    return tmp_path / "calls.jsonl"
-
-
-@pytest.fixture
-async def runners() -> AsyncIterator[list[LocalRunner]]:
-    made: list[LocalRunner] = []
-    yield made
-    for runner in made:
-        await runner.aclose()
 
 
 async def run_with(

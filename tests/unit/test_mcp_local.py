@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -41,19 +40,6 @@ def calls(log: Path) -> list[dict[str, Any]]:
     if not log.exists():
         return []
     return [json.loads(line) for line in log.read_text().splitlines()]
-
-
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    return tmp_path / "calls.jsonl"
-
-
-@pytest.fixture
-async def runners() -> AsyncIterator[list[LocalRunner]]:
-    made: list[LocalRunner] = []
-    yield made
-    for runner in made:
-        await runner.aclose()
 
 
 def runner_for(

@@ -6,7 +6,6 @@ allowance (`interaction.sampling`) and of the sampling wait (`ToolCallMachine`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +24,6 @@ from scope_temporal.models import ScriptedModel, reply
 from scope_temporal.outputs import TokenUsage
 from scope_temporal.testing import LocalRunner
 from tests.unit.test_mcp_local import calls, faulty
-
-
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    return tmp_path / "calls.jsonl"
-
-
-@pytest.fixture
-async def runners() -> AsyncIterator[list[LocalRunner]]:
-    made: list[LocalRunner] = []
-    yield made
-    for runner in made:
-        await runner.aclose()
 
 
 def _runner(

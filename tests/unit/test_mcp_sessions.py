@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -47,19 +46,6 @@ def logged(log: Path) -> list[dict[str, Any]]:
 
 def events(log: Path, event: str) -> list[dict[str, Any]]:
     return [e for e in logged(log) if e["tool"] == event]
-
-
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    return tmp_path / "calls.jsonl"
-
-
-@pytest.fixture
-async def runners() -> AsyncIterator[list[LocalRunner]]:
-    made: list[LocalRunner] = []
-    yield made
-    for runner in made:
-        await runner.aclose()
 
 
 def increments(times: int) -> ScriptedModel:
