@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from datetime import timedelta  # deterministic: a value type, no clock
 from typing import Any
 
@@ -57,30 +58,41 @@ async def agent_tool(call: Message) -> Message:
     return {"role": "tool", "tool_call_id": call["id"], "content": f"fact {n}"}
 
 
+async def _agent_loop(
+    prompt: str, run_calls: Callable[[list[Message]], Awaitable[list[Message]]]
+) -> str:
+    """The agent loop both shapes share: the conversation into each model call, the
+    reply's tool calls run by `run_calls` (those of a turn at once), until a text reply."""
+    conversation: list[Message] = [{"role": "user", "content": prompt}]
+    while True:
+        reply = await workflow.execute_activity(
+            agent_model, conversation, start_to_close_timeout=_TIMEOUT, retry_policy=_ONCE
+        )
+        conversation.append(reply)
+        if not reply.get("tool_calls"):
+            return str(reply["content"])
+        conversation.extend(await run_calls(reply["tool_calls"]))
+
+
 @workflow.defn(name="agent.W")
 class AgentFlatWorkflow:
-    """An agent loop by hand: the conversation into each model call, its tool calls as
-    activities of this workflow (those of a turn at once)."""
+    """An agent loop by hand, its tool calls as activities of this workflow."""
 
     @workflow.run
     async def run(self, prompt: str) -> str:
-        conversation: list[Message] = [{"role": "user", "content": prompt}]
-        while True:
-            reply = await workflow.execute_activity(
-                agent_model, conversation, start_to_close_timeout=_TIMEOUT, retry_policy=_ONCE
-            )
-            conversation.append(reply)
-            if not reply.get("tool_calls"):
-                return str(reply["content"])
-            results = await asyncio.gather(
-                *(
-                    workflow.execute_activity(
-                        agent_tool, call, start_to_close_timeout=_TIMEOUT, retry_policy=_ONCE
+        async def as_activities(calls: list[Message]) -> list[Message]:
+            return list(
+                await asyncio.gather(
+                    *(
+                        workflow.execute_activity(
+                            agent_tool, call, start_to_close_timeout=_TIMEOUT, retry_policy=_ONCE
+                        )
+                        for call in calls
                     )
-                    for call in reply["tool_calls"]
                 )
             )
-            conversation.extend(results)
+
+        return await _agent_loop(prompt, as_activities)
 
 
 @workflow.defn(name="agent.Tool")
@@ -96,31 +108,28 @@ class AgentToolWorkflow:
 
 @workflow.defn(name="agent.ChildW")
 class AgentChildWorkflow:
-    """The card's shape by hand: the conversation into each model call, a child workflow
-    per tool call (those of a turn at once)."""
+    """The card's shape by hand: an agent loop, a child workflow per tool call."""
 
     @workflow.run
     async def run(self, prompt: str) -> str:
         parent = workflow.info().workflow_id
-        conversation: list[Message] = [{"role": "user", "content": prompt}]
-        turn = 0
-        while True:
-            reply = await workflow.execute_activity(
-                agent_model, conversation, start_to_close_timeout=_TIMEOUT, retry_policy=_ONCE
-            )
-            conversation.append(reply)
-            if not reply.get("tool_calls"):
-                return str(reply["content"])
-            results = await asyncio.gather(
-                *(
-                    workflow.execute_child_workflow(
-                        AgentToolWorkflow.run, call, id=f"{parent}/tool/{turn}/{i}"
+        turn = -1
+
+        async def as_children(calls: list[Message]) -> list[Message]:
+            nonlocal turn
+            turn += 1
+            return list(
+                await asyncio.gather(
+                    *(
+                        workflow.execute_child_workflow(
+                            AgentToolWorkflow.run, call, id=f"{parent}/tool/{turn}/{i}"
+                        )
+                        for i, call in enumerate(calls)
                     )
-                    for i, call in enumerate(reply["tool_calls"])
                 )
             )
-            conversation.extend(results)
-            turn += 1
+
+        return await _agent_loop(prompt, as_children)
 
 
 WORKFLOWS = (AgentFlatWorkflow, AgentToolWorkflow, AgentChildWorkflow)
