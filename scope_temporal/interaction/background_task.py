@@ -133,14 +133,6 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
         return self.state
 
     @property
-    def state(self) -> TaskState:
-        return self._state.model_copy(deep=True)
-
-    @property
-    def phase(self) -> Phase:
-        return self._state.phase
-
-    @property
     def done(self) -> bool:
         return self._state.phase in _TERMINAL
 
@@ -157,10 +149,6 @@ class BackgroundTaskMachine(Machine[TaskState, Phase, Event]):
         return self._state.refusals.get(answer_id, "")
 
     # --- transitions -----------------------------------------------------------------
-
-    @staticmethod
-    def _phase(state: TaskState) -> Phase:
-        return state.phase
 
     def _refusal(self, event: Event, phase: Phase) -> ScopeError:
         task = self._state.launch.task_id

@@ -158,10 +158,6 @@ class InteractionMachine(InteractionView, Machine[InteractionState, Phase, Event
 
     # --- the one machine style -------------------------------------------------------
 
-    @staticmethod
-    def _phase(state: InteractionState) -> Phase:
-        return state.phase
-
     def _refusal(self, event: Event, phase: Phase) -> ScopeError:
         if phase in TERMINAL_PHASES:
             return ProtocolError(

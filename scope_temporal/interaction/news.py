@@ -64,7 +64,12 @@ from scope_temporal.interaction.snapshot import (
     ResultEntry,
     TaskSnapshot,
 )
-from scope_temporal.interaction.state import TERMINAL_PHASES, InteractionState, SteerEnvelope
+from scope_temporal.interaction.state import (
+    TERMINAL_PHASES,
+    CallSlot,
+    InteractionState,
+    SteerEnvelope,
+)
 
 MAX_TASK_DATA_BYTES = 2048
 """A task result larger than this (as JSON) is left out of its `task_progress` event."""
@@ -78,8 +83,8 @@ class InteractionNews:
         state = read()
         self._process_id = state.process_id
         self._rounds = len(state.rounds)
-        self._settled = _settled_refs(state)
-        self._delegates = _delegate_refs(state)  # a round's results do not say
+        self._settled = _refs(state, lambda x: x.status == "settled")
+        self._delegates = _refs(state, lambda x: x.target == "delegate")  # results do not say
         self._ended = state.phase in TERMINAL_PHASES
         self._seen(state)
 
@@ -246,22 +251,12 @@ class InteractionNews:
         return [FailedEvent(process_id=pid, failure=s.failure)]
 
 
-def _settled_refs(s: InteractionState) -> set[str]:
+def _refs(s: InteractionState, keep: Callable[[CallSlot], bool]) -> set[str]:
+    """The ToolCallRefs of the open round's calls that `keep` picks."""
     if s.round is None:
         return set()
     seq = s.round.model_call_seq
-    return {
-        tool_call_ref(s.process_id, seq, x.index) for x in s.round.slots if x.status == "settled"
-    }
-
-
-def _delegate_refs(s: InteractionState) -> set[str]:
-    if s.round is None:
-        return set()
-    seq = s.round.model_call_seq
-    return {
-        tool_call_ref(s.process_id, seq, x.index) for x in s.round.slots if x.target == "delegate"
-    }
+    return {tool_call_ref(s.process_id, seq, x.index) for x in s.round.slots if keep(x)}
 
 
 def _tool_settled(process_id: str, entry: ResultEntry, *, delegate: bool) -> ToolSettledEvent:

@@ -139,11 +139,6 @@ class InteractionView:
     definition: Definition
 
     @property
-    def state(self) -> InteractionState:
-        """A copy of the full state (safe to serialise or keep)."""
-        return self._state.model_copy(deep=True)
-
-    @property
     def base(self) -> BaseRef | None:
         """A session's turn: the transcript its context starts with, by reference."""
         return self._state.base

@@ -131,10 +131,6 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
 
     # --- the one machine style -------------------------------------------------------
 
-    @staticmethod
-    def _phase(state: SessionState) -> SessionPhase:
-        return state.phase
-
     def _refusal(self, event: Event, phase: SessionPhase) -> ScopeError:
         if phase in ("ended", "failed"):
             return SessionEnded(
@@ -150,15 +146,6 @@ class SessionMachine(Machine[SessionState, SessionPhase, Event]):
         state.failure = message
 
     # --- reading ---------------------------------------------------------------------
-
-    @property
-    def state(self) -> SessionState:
-        """A copy of the whole state (what continue-as-new carries)."""
-        return self._state.model_copy(deep=True)
-
-    @property
-    def phase(self) -> SessionPhase:
-        return self._state.phase
 
     @property
     def session_id(self) -> str:

@@ -154,10 +154,6 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
             )
         return cls(state)
 
-    @staticmethod
-    def _phase(state: ToolCallState) -> ToolCallPhase:
-        return state.phase
-
     def _refusal(self, event: Event, phase: ToolCallPhase) -> ScopeError:
         return ProtocolError(
             f"Tool call {self._state.request.process_id!r}: {event} is not legal in phase {phase}."
@@ -170,14 +166,6 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
         state.failure = Failure.of(errors.STATE_INVALID, message)
 
     # --- reading ---------------------------------------------------------------------
-
-    @property
-    def state(self) -> ToolCallState:
-        return self._state.model_copy(deep=True)
-
-    @property
-    def phase(self) -> ToolCallPhase:
-        return self._state.phase
 
     @property
     def paused(self) -> bool:
@@ -372,16 +360,10 @@ class ToolCallMachine(Machine[ToolCallState, ToolCallPhase, Event]):
         )
 
     def pause(self) -> None:
-        def change(d: ToolCallState) -> None:
-            d.paused = True
-
-        self._apply("pause", change)
+        self._apply("pause", lambda d: setattr(d, "paused", True))
 
     def resume(self) -> None:
-        def change(d: ToolCallState) -> None:
-            d.paused = False
-
-        self._apply("resume", change)
+        self._apply("resume", lambda d: setattr(d, "paused", False))
 
     def cancel(self) -> None:
         """End the call as canceled: its wait closes and it is never entered again."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -45,9 +45,19 @@ class Machine(ABC, Generic[S, P, E]):
         self._state = state
 
     @staticmethod
-    @abstractmethod
     def _phase(state: S) -> P:
-        """The state's phase."""
+        """The state's phase: its `phase` field."""
+        return cast(P, vars(state)["phase"])
+
+    @property
+    def state(self) -> S:
+        """A copy of the whole state (safe to serialise or keep; what continue-as-new
+        carries)."""
+        return self._state.model_copy(deep=True)
+
+    @property
+    def phase(self) -> P:
+        return self._phase(self._state)
 
     @abstractmethod
     def _refusal(self, event: E, phase: P) -> ScopeError:
