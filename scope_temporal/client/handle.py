@@ -26,7 +26,7 @@ from scope_temporal import errors, names, tree
 from scope_temporal.chat import Message
 from scope_temporal.client import events
 from scope_temporal.errors import ScopeError
-from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
+from scope_temporal.interaction.effects import ModelSettlement, Settlement, ToolSettlement
 from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
@@ -170,9 +170,7 @@ class InteractionHandle:
         retry = resend_model_call(unknown.request)
         await self._settle(unknown, signal_id or f"retry:{unknown.effect_id}", retry)
 
-    async def _settle(
-        self, unknown: UnknownEffect, signal_id: str, settlement: ModelSettlement | ToolSettlement
-    ) -> None:
+    async def _settle(self, unknown: UnknownEffect, signal_id: str, settlement: Settlement) -> None:
         what = f"unknown effect {unknown.effect_id!r}"
         self._check_in_tree(unknown.process_id, errors.SettlementMismatch, what)
         payload = ResolveInput(signal_id=signal_id, settlement=settlement)
