@@ -186,21 +186,9 @@ class _Given(Generic[In, Out]):
 _TIMEOUTS = ("model_timeout", "model_heartbeat_timeout", "tool_timeout", "tool_heartbeat_timeout")
 _FIRST_DECLARATION = frozenset(
     {
-        "name",
-        "description",
-        "instructions",
-        "model",
-        "tools",
-        "delegates",
-        "max_model_calls",
-        "max_concurrent_tool_calls",
-        "completion_validator",
-        "capabilities",
-        "context_reducer",
-        "options",
-        "output_schema",
-        "tool_call_workflows",
-        *_TIMEOUTS,
+        *("name", "description", "instructions", "model", "tools", "delegates", "options"),
+        *("max_model_calls", "max_concurrent_tool_calls", "completion_validator"),
+        *("capabilities", "context_reducer", "output_schema", "tool_call_workflows", *_TIMEOUTS),
     }
 )
 """The options of the first Definition: always declared (the digests of Interactions

@@ -300,7 +300,7 @@ class ModelActivityInput(_Payload, Derived):
     @property
     def own_prefix(self) -> int:
         """How many of the Interaction's own messages (after the base) `prefix` covers."""
-        return self.prefix.count - (self.base.count if self.base is not None else 0)
+        return _own_count(self.prefix, self.base)
 
     @classmethod
     def of(
@@ -314,7 +314,7 @@ class ModelActivityInput(_Payload, Derived):
     ) -> ModelActivityInput:
         """The input for `request`, whose context up to `prefix.count` `prefix` names
         (for a turn: the base and its first own messages)."""
-        own = prefix.count - (request.base.count if request.base is not None else 0)
+        own = _own_count(prefix, request.base)
         return cls(
             **request.model_dump(include=_SHARED_WITH_REQUEST),
             advertised=advertised,
@@ -343,18 +343,13 @@ class ModelActivityInput(_Payload, Derived):
         )
 
 
+def _own_count(prefix: ContextRef, base: BaseRef | None) -> int:
+    return prefix.count - (base.count if base is not None else 0)
+
+
 _SHARED_WITH_REQUEST = {
-    "definition",
-    "digest",
-    "process_id",
-    "effect_id",
-    "model_call_seq",
-    "model",
-    "options",
-    "context_reducer",
-    "attempt",
-    "incarnation",
-    "applied_signals",
+    *("definition", "digest", "process_id", "effect_id", "model_call_seq", "model", "options"),
+    *("context_reducer", "attempt", "incarnation", "applied_signals"),
 }
 
 

@@ -209,7 +209,9 @@ def compact(value: BaseModel, workflow_id: str | None = None) -> Any:
     rule = type(value).WIRE_CONTEXT if isinstance(value, Derived) else None
     if rule is not None and workflow_id is not None:
         for path, derived in rule(workflow_id).items():
-            _leave_out(dumped, path, derived)
+            inner = _holder(dumped, path)
+            if inner is not None and inner.get(path[-1], _NO_DEFAULT) == derived:
+                del inner[path[-1]]
     return dumped
 
 
@@ -220,12 +222,17 @@ def expand(model: type[BaseModel], data: Any, workflow_id: str) -> Any:
     if rule is None or not isinstance(data, dict):
         return data
     for path, derived in rule(workflow_id).items():
-        inner: Any = data
-        for name in path[:-1]:
-            inner = inner.get(name) if isinstance(inner, dict) else None
-        if isinstance(inner, dict):
+        inner = _holder(data, path)
+        if inner is not None:
             inner.setdefault(path[-1], derived)
     return data
+
+
+def _holder(data: Any, path: Path) -> dict[str, Any] | None:
+    """The dict inside `data` holding the field at `path` (None: there is none)."""
+    for name in path[:-1]:
+        data = data.get(name) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
 
 
 def _own(value: BaseModel) -> dict[str, Any] | None:
@@ -238,13 +245,6 @@ def _own(value: BaseModel) -> dict[str, Any] | None:
         if isinstance(field, Shared) and field.WIRE_OWN and name not in own:
             own[name] = dict.fromkeys(field.WIRE_OWN, True)
     return own or None
-
-
-def _leave_out(dumped: Any, path: Path, derived: Any) -> None:
-    for name in path[:-1]:
-        dumped = dumped.get(name) if isinstance(dumped, dict) else None
-    if isinstance(dumped, dict) and path[-1] in dumped and dumped[path[-1]] == derived:
-        del dumped[path[-1]]
 
 
 def _restore(value: Any, dumped: Any, *, tagged: bool) -> None:

@@ -26,7 +26,7 @@ from scope_temporal import errors, names, tree
 from scope_temporal.chat import Message
 from scope_temporal.client import events
 from scope_temporal.errors import ScopeError
-from scope_temporal.interaction.effects import ModelSettlement, ToolSettlement
+from scope_temporal.interaction.effects import ModelSettlement, Settlement, ToolSettlement
 from scope_temporal.interaction.events import Event
 from scope_temporal.interaction.snapshot import (
     PendingToolInput,
@@ -150,13 +150,7 @@ class InteractionHandle:
             SettlementMismatch: it does not match the retained request of a held unknown,
                 or the unknown belongs to another Interaction (nothing sent).
         """
-        self._check_in_tree(
-            unknown.process_id, errors.SettlementMismatch, f"unknown effect {unknown.effect_id!r}"
-        )
-        payload = ResolveInput(
-            signal_id=signal_id or f"resolve:{unknown.effect_id}", settlement=settlement
-        )
-        await self._update(unknown.process_id, names.RESOLVE, payload)
+        await self._settle(unknown, signal_id or f"resolve:{unknown.effect_id}", settlement)
 
     async def retry_model_call(
         self, unknown: UnknownEffect, *, signal_id: str | None = None
@@ -173,13 +167,13 @@ class InteractionHandle:
                 it with `settle_tool_result`), it is no longer held, or it belongs to
                 another Interaction (nothing sent).
         """
-        self._check_in_tree(
-            unknown.process_id, errors.SettlementMismatch, f"unknown effect {unknown.effect_id!r}"
-        )
-        payload = ResolveInput(
-            signal_id=signal_id or f"retry:{unknown.effect_id}",
-            settlement=resend_model_call(unknown.request),
-        )
+        retry = resend_model_call(unknown.request)
+        await self._settle(unknown, signal_id or f"retry:{unknown.effect_id}", retry)
+
+    async def _settle(self, unknown: UnknownEffect, signal_id: str, settlement: Settlement) -> None:
+        what = f"unknown effect {unknown.effect_id!r}"
+        self._check_in_tree(unknown.process_id, errors.SettlementMismatch, what)
+        payload = ResolveInput(signal_id=signal_id, settlement=settlement)
         await self._update(unknown.process_id, names.RESOLVE, payload)
 
     async def pause(self) -> None:

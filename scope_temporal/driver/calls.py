@@ -206,7 +206,7 @@ async def run_tool_call(
                 machine.on_call(CallSettled(effect_id=request.effect_id, outcome=queue))
             return
         payload = payload.model_copy(update={"task_queue": queue, "mcp_session": True})
-    settled = await _run_tool_call(machine, effect, transport, children, limit, route, payload)
+    settled = await _run_tool_call(machine, effect, transport, children, limit, payload)
     if server is not None and sessions is not None and settled is not None:
         sessions.note(server.name, settled)
 
@@ -217,7 +217,6 @@ async def _run_tool_call(
     transport: InteractionTransport,
     children: set[str],
     limit: int,
-    route: Route,
     payload: ToolCallInput,
 ) -> ToolOutcome | None:
     """`run_tool_call` once its input is known: the call's settled outcome (None when it
@@ -240,7 +239,7 @@ async def _run_tool_call(
             first,
             start_to_close=payload.start_to_close,
             heartbeat=payload.heartbeat,
-            route=route,
+            route=payload.route,
             task_queue=payload.task_queue,
             session=payload.mcp_session,
         )

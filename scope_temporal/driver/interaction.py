@@ -287,12 +287,7 @@ class InteractionDriver:
         self._held.append(deliver)
         return True
 
-    def reject(
-        self,
-        signal_id: str,
-        signal: SignalKind,
-        error: ScopeError,
-    ) -> None:
+    def reject(self, signal_id: str, signal: SignalKind, error: ScopeError) -> None:
         """Record an input refused before it could be read (e.g. malformed)."""
         self.machine.record_rejected(signal_id, signal, error)
         self._touch()
@@ -375,13 +370,11 @@ class InteractionDriver:
         except ScopeError as error:
             self.reject(input.answer_id, "tool_input", error)
             return
-        self._forward(
-            input.process_id or input.wait_id.rsplit("/wait/", 1)[0], names.TOOL_INPUT, input
-        )
+        self._forward(_waiting(input), names.TOOL_INPUT, input)
 
     def answer_elsewhere(self, input: ToolInputAnswer) -> ScopeError:
         """An answer sent as an update must go to the process holding the wait."""
-        target = input.process_id or input.wait_id.rsplit("/wait/", 1)[0]
+        target = _waiting(input)
         return errors.NoSuchWait(
             f"Interaction {self.machine.process_id!r} holds no input wait itself; "
             f"send the answer to the ToolCall process that waits ({target!r}), as "
@@ -391,14 +384,15 @@ class InteractionDriver:
     def pause(self) -> None:
         """Start nothing new, here and in every child; in-flight calls settle."""
         self.machine.pause()
-        for child in sorted(self._children):
-            self._signal_child(child, names.PAUSE, ControlInput())
-        self._touch()
+        self._control(names.PAUSE)
 
     def resume(self) -> None:
         self.machine.resume()
+        self._control(names.RESUME)
+
+    def _control(self, signal: str) -> None:
         for child in sorted(self._children):
-            self._signal_child(child, names.RESUME, ControlInput())
+            self._signal_child(child, signal, ControlInput())
         self._touch()
 
     def _forward(self, target: str, signal: str, payload: ResolveInput | ToolInputAnswer) -> None:
@@ -440,6 +434,11 @@ class InteractionDriver:
     def context_page(self, query: ContextPageRequest) -> ContextPage:
         """Messages of the latest model call, for a worker whose cache missed them."""
         return self._models.page(query)
+
+
+def _waiting(answer: ToolInputAnswer) -> str:
+    """The process holding the wait an answer is for."""
+    return answer.process_id or answer.wait_id.rsplit("/wait/", 1)[0]
 
 
 __all__ = ["InteractionDriver"]

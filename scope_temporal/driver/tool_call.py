@@ -199,12 +199,7 @@ class ToolCallDriver:
 
     # --- the host's inputs -----------------------------------------------------------
 
-    def reject(
-        self,
-        signal_id: str,
-        signal: SignalKind,
-        error: ScopeError,
-    ) -> None:
+    def reject(self, signal_id: str, signal: SignalKind, error: ScopeError) -> None:
         """Record an input refused before it could be read (e.g. malformed)."""
         self.machine.record_rejected(signal_id, signal, error)
         self._changed()
