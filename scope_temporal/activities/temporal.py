@@ -28,7 +28,7 @@ from scope_temporal.activities.model_input import (
 from scope_temporal.activities.raw_input import read_activity_input
 from scope_temporal.activities.served import ContextReducer
 from scope_temporal.activities.text_events import TextEvents
-from scope_temporal.activities.tool_attempt import attempt_once
+from scope_temporal.activities.tool_attempt import attempt_once, serving
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.chat import Message
 from scope_temporal.interaction.effects import McpSampleInput, ModelHostFailed, ModelResponded
@@ -262,10 +262,9 @@ class ScopeActivities:
         return await attempt_once(
             input.attempt,
             self,
+            *serving(input.attempt, self, progress, sent_before=activity.info().attempt - 1),
             runtime=dataclasses.replace(self.background, tasks=tasks),
             around=heartbeat.around,
-            progress=progress,
-            sent_before=activity.info().attempt - 1,
         )
 
 

@@ -90,34 +90,45 @@ def unauthorised(
     return None
 
 
+def serving(
+    attempt: ToolAttempt,
+    served: Served,
+    progress: SendProgress | None = None,
+    sent_before: int = 0,
+) -> tuple[Definition | None, Tool[..., Any] | None]:
+    """The Definition the attempt names and the tool `served` runs its call with (None:
+    not served). An MCP tool's call (`request.mcp`) runs as the tool its recorded record
+    makes, over the worker's MCP connections, under the Definition with that record
+    bound; its server's progress notifications go to `progress` (the tree's stream) as
+    `tool_progress` events; `sent_before`: the attempts Temporal made before this one
+    (only a call its Definition declares safe to retry has any)."""
+    request = attempt.request
+    definition = served.registry.lookup(request.definition)
+    if request.mcp is None:
+        return definition, served.tools.get(request.call.name)
+    definition, mcp_tool = mcp_call_tool(
+        request.mcp, definition, served.mcp, progress, sent_before, owner=request.parent_id
+    )
+    return definition, movable(mcp_tool)  # a call that may run in the background (docs/mcp.md)
+
+
 async def attempt_once(
     attempt: ToolAttempt,
     served: Served,
+    definition: Definition | None,
+    tool: Tool[..., Any] | None,
     *,
     runtime: BackgroundRuntime,
     around: Callable[[Awaitable[AttemptOutcome]], Awaitable[AttemptOutcome]] | None = None,
-    progress: SendProgress | None = None,
-    sent_before: int = 0,
 ) -> AttemptOutcome:
-    """One attempt as `scope.tool` makes it, with `served`'s tools: refused unless its
-    Definition grants it, the body entered once with `runtime` reachable
-    (`current_runtime()`), the outcome bounded by the payload limit (or the Definition's
-    `max_response_bytes`). `around` wraps the body's run (the activity heartbeats there).
-    An MCP tool's call (`request.mcp`) runs as the tool its recorded record makes, over
-    the worker's MCP connections; its server's progress notifications go to `progress`
-    (the tree's stream) as `tool_progress` events; `sent_before`: the attempts Temporal
-    made before this one (only a call its Definition declares safe to retry has any).
+    """One attempt as `scope.tool` makes it, with `served`'s tools: `definition` and `tool`
+    are what `serving` resolves for it; refused unless its Definition grants it, the
+    body entered once with `runtime` reachable (`current_runtime()`), the outcome bounded
+    by the payload limit (or the Definition's `max_response_bytes`). `around` wraps the
+    body's run (the activity heartbeats there).
     """
     request, registry = attempt.request, served.registry
     invocation = invocation_of(attempt)  # the attempt as its body (and middleware) sees it
-    definition = registry.lookup(request.definition)
-    if request.mcp is None:
-        tool = served.tools.get(request.call.name)
-    else:
-        definition, mcp_tool = mcp_call_tool(
-            request.mcp, definition, served.mcp, progress, sent_before, owner=request.parent_id
-        )
-        tool = movable(mcp_tool)  # a call that may run in the background (docs/mcp.md)
     refused = unauthorised(attempt, definition, tool)
     if refused is not None:
         return refused

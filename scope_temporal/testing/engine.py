@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from scope_temporal import errors, names
 from scope_temporal.activities.model_call import model_once
 from scope_temporal.activities.served import Served
-from scope_temporal.activities.tool_attempt import attempt_once
+from scope_temporal.activities.tool_attempt import attempt_once, serving
 from scope_temporal.chat import Message
 from scope_temporal.context_refs import BaseRef, prefix_digest
 from scope_temporal.driver.history_limits import NO_HISTORY, HistoryUsage
@@ -306,11 +306,12 @@ class LocalTransport:
     ) -> AttemptOutcome | Lost:
         del task_queue  # in-process, one pool runs every tool
         engine = self._engine
+        progress = self._progress if input.events_to is not None else None
         return await attempt_once(
             input.attempt,
             engine.runner,
+            *serving(input.attempt, engine.runner, progress),
             runtime=engine.tasks.runtime,
-            progress=self._progress if input.events_to is not None else None,
         )
 
     async def run_sample(

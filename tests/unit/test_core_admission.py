@@ -16,7 +16,7 @@ from typing import Any, cast
 import pytest
 
 from scope_temporal.activities.served import Served
-from scope_temporal.activities.tool_attempt import attempt_once, unauthorised
+from scope_temporal.activities.tool_attempt import attempt_once, serving, unauthorised
 from scope_temporal.approval import ApprovalDecision, ApprovalPolicy, ApprovalRecord
 from scope_temporal.background.runtime import BackgroundRuntime
 from scope_temporal.chat import ToolCall
@@ -160,6 +160,7 @@ async def test_seam_08_a_refused_attempt_never_enters_the_tool_body() -> None:
         return await attempt_once(
             attempt,
             cast(Served, served),
+            *serving(attempt, cast(Served, served)),
             runtime=cast(BackgroundRuntime, None),  # a refusal never reaches the runtime
         )
 
