@@ -71,20 +71,18 @@ def parse_answer(text: str, schema: dict[str, Any]) -> tuple[Any, str | None]:
         `(value, None)`, or `(None, problem)` with the schema validator's message.
     """
     text = text.strip()
-    quick = approval_answer(text) if is_approval_wait(schema) else None
-    if quick is not None:
-        problem = validate_value(schema, quick)
-        return (None, f"does not match the schema: {problem}") if problem else (quick, None)
-    if is_approval(schema) and text.lower() in _YES | _NO:
+    value: Any = approval_answer(text) if is_approval_wait(schema) else None
+    if value is None and is_approval(schema) and text.lower() in _YES | _NO:
         approved = text.lower() in _YES
-        value: Any = {"approved": approved}
+        value = {"approved": approved}
         if "note" in (schema.get("properties") or {}):
             value["note"] = "approved at the terminal" if approved else "declined at the terminal"
         return value, None
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        return None, f"not JSON ({error})"
+    if value is None:
+        try:
+            value = json.loads(text)
+        except ValueError as error:
+            return None, f"not JSON ({error})"
     problem = validate_value(schema, value)
     if problem is not None:
         return None, f"does not match the schema: {problem}"

@@ -49,6 +49,7 @@ from scope_temporal.errors import (
 )
 from scope_temporal.ids import ToolCallRef
 from scope_temporal.interaction.events import (
+    CanceledEvent,
     CompletedEvent,
     Event,
     FailedEvent,
@@ -154,12 +155,10 @@ class Follower:
 
     async def _show(self, event: Event) -> None:
         pid = event.process_id
-        match event.kind:
-            case "text":
-                assert isinstance(event, TextEvent)
+        match event:
+            case TextEvent():
                 self._stream(event)
-            case "model_settled":
-                assert isinstance(event, ModelSettledEvent)
+            case ModelSettledEvent():
                 if event.not_called is not None:
                     line = not_called_line(
                         event.model_call_seq, event.model or "?", event.not_called, event.retried
@@ -168,39 +167,31 @@ class Follower:
                 if event.message is not None:
                     self._round_sizes[(pid, event.model_call_seq)] = len(event.message.tool_calls)
                     self._say(pid, [model_line(event.model_call_seq, event.message)])
-            case "tool_started":
-                assert isinstance(event, ToolStartedEvent)
+            case ToolStartedEvent():
                 self._calls[event.child_id] = event
                 if event.definition is not None:
                     self._names[event.child_id] = event.definition
                 what = call_label(event.call, 24)
                 self._say(pid, [f"{INDENT}▶ {event.target} {what} started"])
-            case "tool_settled":
-                assert isinstance(event, ToolSettledEvent)
+            case ToolSettledEvent():
                 self._settled(event)
-            case "steer_applied":
-                assert isinstance(event, SteerAppliedEvent)
+            case SteerAppliedEvent():
                 for message in event.messages:
                     self._say(pid, [f"✎ steer: {shorten(message.text, 100)}"])
-            case "feedback":
-                assert isinstance(event, FeedbackEvent)
+            case FeedbackEvent():
                 text = shorten(event.text, 100)
                 self._say(pid, [f"✎ completion validator sent the reply back: {text}"])
-            case "task_progress":
-                assert isinstance(event, TaskProgressEvent)
+            case TaskProgressEvent():
                 self._task(event.task)
-            case "tool_progress":
-                assert isinstance(event, ToolProgressEvent)
+            case ToolProgressEvent():
                 total = "" if event.total is None else f"/{event.total:g}"
                 text = f" {shorten(event.message, 80)}" if event.message else ""
                 self._say(pid, [f"{INDENT}… {event.progress:g}{total}{text}"])
-            case "unknown_opened":
-                assert isinstance(event, UnknownOpenedEvent)
+            case UnknownOpenedEvent():
                 self._unknown(event)
-            case "wait_opened":
-                assert isinstance(event, WaitOpenedEvent)
+            case WaitOpenedEvent():
                 await self._wait(event.wait)
-            case "completed" | "failed" | "canceled" if pid == self.handle.id:
+            case CompletedEvent() | FailedEvent() | CanceledEvent() if pid == self.handle.id:
                 raise _Stop(await self._finish(event))
             case _:
                 pass  # model_started, waits answered, unknowns settled, a delegate's end
