@@ -102,30 +102,24 @@ class Host(Protocol):
 
     async def wait_until(self, ready: Callable[[], bool]) -> None:
         """Return once `ready()` holds (checked whenever the process's state changed)."""
-        ...
 
     def changed(self) -> None:
         """The process's state changed: waiting conditions may hold now."""
-        ...
 
     def show(self, details: str) -> None:
         """The live one-line status (the Temporal UI's current details)."""
-        ...
 
     def evicted(self) -> bool:
         """Whether the process's cancellation is its worker dropping it from its cache
         (Temporal: the run goes on from its history, here or elsewhere): then the driver
         cleans nothing up and lets the cancellation end it (`workflows.eviction`)."""
-        ...
 
     def warn(self, message: str) -> None:
         """Tell the operator (never again on replay)."""
-        ...
 
     def publish(self, events: Sequence[Event]) -> None:
         """Carry `events` to the tree's event stream, in order; never blocks, never fails
         the process (events are news: one that cannot be delivered is dropped)."""
-        ...
 
     async def flush_events(self) -> None:
         """Return once every event published so far is in the stream (at once where
@@ -134,24 +128,19 @@ class Host(Protocol):
     def report(self, process_id: str, report: AttentionReport) -> None:
         """Tell the Interaction `process_id` what this Process needs from a person
         (signal `scope.attention`, fire-and-forget: one that ended has nobody to tell)."""
-        ...
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run `work` concurrently with the process's loop (e.g. one per effect in flight)."""
-        ...
 
     async def signal(self, process_id: str, signal: str, payload: Any) -> None:
         """Deliver a signal to another process of the tree or a task (one that ended
         meanwhile has nothing to deliver to: the signal is dropped)."""
-        ...
 
     def continue_as_new_suggested(self) -> bool:
         """The engine would rather carry the state into a fresh run now."""
-        ...
 
     def handlers_finished(self) -> bool:
         """No host input (an update) is being handled: the run may end now."""
-        ...
 
 
 class ToolCallTransport(Host, Protocol):
@@ -168,11 +157,9 @@ class ToolCallTransport(Host, Protocol):
         """Enter the tool body once (`scope.tool`, never retried), on the workers of
         `task_queue` only (None: the process's own); an attempt none of them picks up
         within `start_to_close` is `Lost`."""
-        ...
 
     async def start_task(self, input: TaskInput, *, summary: str) -> str | None:
         """Start a background task (it outlives the call); None, or why it did not start."""
-        ...
 
     async def run_sample(
         self,
@@ -184,15 +171,12 @@ class ToolCallTransport(Host, Protocol):
     ) -> ModelOutcome | Lost:
         """Call the model once for an MCP server's sampling request (`scope.mcp.sample`,
         never retried): `request` whole (a few messages, no tools)."""
-        ...
 
     def record_outcome(self, request: EffectRequest, outcome: OutcomeKind) -> None:
         """Count an unknown opened, if `outcome` is unknown (metrics; never on replay)."""
-        ...
 
     def record_settlement(self, settlement: ModelSettlement | ModelResend | ToolSettlement) -> None:
         """Count a host's accepted settlement of an unknown (metrics; never on replay)."""
-        ...
 
 
 class InteractionTransport(ToolCallTransport, Protocol):
@@ -208,53 +192,42 @@ class InteractionTransport(ToolCallTransport, Protocol):
     ) -> ModelOutcome | Lost:
         """Call the model once (`scope.model`, never retried); `input` is what crosses
         the engine, `request` the whole request it stands for."""
-        ...
 
     async def sleep(self, delay: timedelta, *, summary: str) -> None:
         """Wait `delay` on a durable timer (the wait survives a lost worker)."""
-        ...
 
     async def run_tool_call(self, input: ToolCallInput, *, summary: str) -> CallSettled | ChildEnd:
         """Run a Tool call child Process to its settlement."""
-        ...
 
     async def run_delegate(
         self, input: InteractionInput, *, process_id: str, summary: str
     ) -> Output | ChildEnd:
         """Run a Delegate child Interaction to its Output."""
-        ...
 
     async def cancel_task(self, task_id: str) -> None:
         """Cancel a background task (one that already ended refuses: nothing to do)."""
-        ...
 
     async def open_mcp_session(self, input: McpSessionInput) -> McpSessionOutcome | Lost:
         """Open the Interaction's own session of an MCP server (`scope.mcp.session`,
         never retried): the route of the worker holding it, or why not."""
-        ...
 
     async def close_mcp_sessions(self, input: McpCloseInput, *, queue: str) -> None:
         """Close the Interaction's sessions held by the worker of `queue`
         (`scope.mcp.close`, never retried, best effort: a holder that is gone closed
         them with itself). Never raises, even while the run is being cancelled."""
-        ...
 
     def record_status(self, definition: str, status: str) -> None:
         """Keep the searchable status of the Interaction current."""
-        ...
 
     def history_usage(self) -> HistoryUsage:
         """How big this run's history is (nothing, on an engine that keeps none)."""
-        ...
 
     def defers_steers(self) -> bool:
         """Steers that would put a model call over the payload limit wait for a later
         call; False only while replaying a history recorded before that rule."""
-        ...
 
     async def continue_as_new(self, input: InteractionInput) -> NoReturn:
         """End this run and continue in a new one from `input` (once handlers finished)."""
-        ...
 
 
 class SessionTransport(Host, Protocol):
@@ -270,17 +243,14 @@ class SessionTransport(Host, Protocol):
     ) -> Output | ChildEnd:
         """Run a turn (a child Interaction) to its Output; `started()` once it runs (the
         host's send returns then, so the turn's handle finds it)."""
-        ...
 
     def asks_steer_answers(self) -> bool:
         """Steers are passed asking the turn for its answer (`SteerInput.reply_to`);
         False only while replaying a session recorded before that rule."""
-        ...
 
     async def continue_session_as_new(self, input: SessionInput) -> NoReturn:
         """End this run now and continue in a new one from `input`; the caller made sure
         handlers finished (it computes `input` after, so nothing taken is left behind)."""
-        ...
 
 
 class AttemptRun(Protocol):
@@ -288,12 +258,10 @@ class AttemptRun(Protocol):
 
     def cancel(self) -> None:
         """Ask the attempt to stop; its report says how the run ended."""
-        ...
 
     async def report(self) -> AttemptReport:
         """How the attempt ended (an attempt without a report is lost, with its last
         checkpoint, if it heartbeat one)."""
-        ...
 
 
 class TaskTransport(Host, Protocol):
@@ -303,17 +271,14 @@ class TaskTransport(Host, Protocol):
         self, input: TaskAttemptInput, *, start_to_close: timedelta, summary: str
     ) -> AttemptRun:
         """Start one background attempt (`scope.task.attempt`)."""
-        ...
 
     async def notify(self, process_id: str, input: SteerInput) -> bool:
         """Steer Interaction `process_id` with a task's notification; False when it could
         not take it (it has ended, or does not exist)."""
-        ...
 
     def task_history(self) -> HistoryUsage | None:
         """How big this run's history is; None on an engine that keeps none (the task
         never continues as new, its attempts have no report budget)."""
-        ...
 
     async def continue_task_as_new(self, next_input: Callable[[], TaskInput]) -> None:
         """End this run and continue in a new one from `next_input()`, computed once the
@@ -324,7 +289,6 @@ class TaskTransport(Host, Protocol):
     async def notify_session(self, session_id: str, input: SteerInput) -> bool:
         """Give session `session_id` a task's notification (for its running or next
         turn); False when it could not take it (it has ended, or does not exist)."""
-        ...
 
 
 __all__ = [

@@ -18,7 +18,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import timedelta
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from scope_temporal import errors, names
 from scope_temporal.activities.model_call import model_once
@@ -74,11 +74,21 @@ _log = logging.getLogger("scope_temporal.testing")
 
 Process = InteractionDriver | ToolCallDriver
 
+R = TypeVar("R")
+
 
 class _ContinueAsNew(Exception):
     def __init__(self, input: InteractionInput) -> None:
         super().__init__("continue as new")
         self.input = input
+
+
+def child_result(result: R | Failure) -> R | Ended:
+    """A child run's result, or how it ended: its Failure, as a child workflow's reaches
+    its parent (with its code and the tokens it used)."""
+    if isinstance(result, Failure):
+        return Ended(result.message, result.code, result.usage)
+    return result
 
 
 class LocalEngine:
@@ -172,16 +182,15 @@ class LocalEngine:
         self.processes[process_id] = driver
         return driver
 
-    async def run_interaction(self, driver: InteractionDriver) -> Output | Failure:
-        """Run an Interaction to its end, through each continue-as-new."""
-        while True:
+    async def run_interaction(self, opened: InteractionDriver | Failure) -> Output | Failure:
+        """Run an opened Interaction to its end, through each continue-as-new (one that
+        could not open ended so)."""
+        while not isinstance(opened, Failure):
             try:
-                return await driver.run()
+                return await opened.run()
             except _ContinueAsNew as carried:
-                opened = self.open_interaction(driver.machine.process_id, carried.input)
-                if isinstance(opened, Failure):
-                    return opened
-                driver = opened
+                opened = self.open_interaction(opened.machine.process_id, carried.input)
+        return opened
 
     def base_messages(self, base: BaseRef) -> tuple[Message, ...] | None:
         """A turn's base from its session (in this process), if it holds exactly it."""
@@ -338,18 +347,15 @@ class LocalTransport:
         engine = self._engine
         child = ToolCallDriver(input, self, limit=engine.runner.registry.payload_limit)
         engine.processes[input.request.process_id] = child
-        settled = await child.run()
-        return Ended(settled.message, settled.code) if isinstance(settled, Failure) else settled
+        return child_result(await child.run())
 
     async def run_delegate(
         self, input: InteractionInput, *, process_id: str, summary: str
     ) -> Output | ChildEnd:
         engine = self._engine
-        opened = engine.open_interaction(process_id, input)
-        ended = opened if isinstance(opened, Failure) else await engine.run_interaction(opened)
-        if isinstance(ended, Failure):
-            return Ended(ended.message, ended.code, ended.usage)
-        return ended
+        return child_result(
+            await engine.run_interaction(engine.open_interaction(process_id, input))
+        )
 
     def signal(self, process_id: str, signal: str, payload: Any) -> Coroutine[Any, Any, None]:
         self._engine.deliver(process_id, signal, payload)  # in-process: delivered at once

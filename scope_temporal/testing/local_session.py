@@ -16,7 +16,7 @@ from typing import NoReturn
 from scope_temporal.chat import Message
 from scope_temporal.driver.session import SessionDriver
 from scope_temporal.driver.session_events import read_session
-from scope_temporal.driver.transport import ChildEnd, Ended
+from scope_temporal.driver.transport import ChildEnd
 from scope_temporal.errors import InvalidSignal
 from scope_temporal.ids import turn_process_id
 from scope_temporal.interaction.events import Event
@@ -31,7 +31,7 @@ from scope_temporal.interaction.session_values import (
 )
 from scope_temporal.outputs import Failure, Output
 from scope_temporal.payloads import InteractionInput, SessionEndInput, SessionInput, SessionSend
-from scope_temporal.testing.engine import LocalEngine, LocalTransport, LocalWorker
+from scope_temporal.testing.engine import LocalEngine, LocalTransport, LocalWorker, child_result
 from scope_temporal.testing.local_run import LocalRun
 
 
@@ -60,7 +60,7 @@ class _SessionTransport(LocalTransport):
         engine = self._engine
         opened = engine.open_interaction(process_id, input)
         if isinstance(opened, Failure):
-            return Ended(opened.message, opened.code)
+            return child_result(opened)
         log = engine.logs.of(process_id)  # the turn's events, from its start
         task: asyncio.Task[Output | Failure] = engine.spawn(engine.run_interaction(opened))
         task.add_done_callback(lambda _: log.close())
@@ -73,8 +73,7 @@ class _SessionTransport(LocalTransport):
             task.cancel()
             await asyncio.wait([task])
             raise
-        ended = task.result()
-        return Ended(ended.message, ended.code) if isinstance(ended, Failure) else ended
+        return child_result(task.result())
 
     def asks_steer_answers(self) -> bool:
         return True

@@ -9,7 +9,6 @@ from datetime import timedelta  # deterministic: a value type, no clock
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, TimeoutError
 
 from scope_temporal import names
@@ -20,7 +19,7 @@ from scope_temporal.payloads import HeartbeatState, SteerInput, TaskAttemptInput
 from scope_temporal.workflows import serving
 from scope_temporal.workflows.ended import describe_activity_error
 from scope_temporal.workflows.task_commands import command_issued
-from scope_temporal.workflows.temporal import TemporalTransport, signal_workflow
+from scope_temporal.workflows.temporal import TemporalTransport, retried, signal_workflow
 
 CONTINUE_AS_NEW_PATCH = "scope.task.continue_as_new"
 """Tasks recorded before they continued as new replay without it."""
@@ -49,7 +48,7 @@ class TaskTemporalTransport(TemporalTransport):
                 start_to_close_timeout=start_to_close,
                 schedule_to_start_timeout=_ADOPT_PICKUP if plan.mode == "adopt" else None,
                 heartbeat_timeout=input.heartbeat,
-                retry_policy=_retry(plan.max_attempts),
+                retry_policy=retried(plan.max_attempts),
                 cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 summary=summary,
             )
@@ -112,16 +111,6 @@ class _Attempt:
             return AttemptReport(
                 attempt=0, lost=describe_activity_error(error), checkpoint=checkpoint
             )
-
-
-def _retry(max_attempts: int) -> RetryPolicy:
-    """Temporal may repeat an attempt only for recoverable tools (`max_attempts > 1`)."""
-    return RetryPolicy(
-        maximum_attempts=max_attempts,
-        initial_interval=timedelta(seconds=1),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=10),
-    )
 
 
 __all__ = ["CONTINUE_AS_NEW_PATCH", "NOTICES_PATCH", "TaskTemporalTransport"]

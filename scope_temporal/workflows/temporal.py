@@ -69,13 +69,18 @@ SESSION_OPEN_TIMEOUT = timedelta(seconds=60)
 """How long opening an MCP session may take (starting a stdio server too)."""
 SESSION_CLOSE_TIMEOUT = timedelta(seconds=10)
 """How long closing an Interaction's MCP sessions may wait for their holder, and take."""
-_RETRY_SAFE_MCP = RetryPolicy(
-    maximum_attempts=MAX_SENDS,
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=10),
-)
-"""An MCP tool its Definition declares safe to retry: a lost attempt is made again."""
+
+
+def retried(max_attempts: int) -> RetryPolicy:
+    """An activity Temporal may make again, up to `max_attempts` in all (1s, doubling, at
+    most 10s apart): a recoverable tool's background attempt, or an MCP tool its
+    Definition declares safe to retry."""
+    return RetryPolicy(
+        maximum_attempts=max_attempts,
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=10),
+    )
 
 
 class TemporalTransport:
@@ -171,7 +176,7 @@ class TemporalTransport:
             summary=summary,
             task_queue=task_queue,
             # a lost attempt of an MCP tool declared safe to retry is made again
-            retry=_RETRY_SAFE_MCP if mcp is not None and mcp.retry_safe else _ONCE,
+            retry=retried(MAX_SENDS) if mcp is not None and mcp.retry_safe else _ONCE,
         )
         if isinstance(outcome, Lost) and task_queue is not None:
             return Lost(f"{outcome.diagnostic} [task queue {task_queue!r}]", outcome.not_started)
@@ -394,4 +399,4 @@ async def _run_child(
     return result
 
 
-__all__ = ["TemporalTransport", "signal_workflow"]
+__all__ = ["TemporalTransport", "retried", "signal_workflow"]
